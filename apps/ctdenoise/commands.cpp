@@ -1,0 +1,288 @@
+#include "commands.hpp"
+
+#include "preview.hpp"
+#include "progress.hpp"
+#include "report.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <optional>
+
+namespace ctd::cli {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+int exit_code(ErrorKind kind) noexcept {
+  switch (kind) {
+    case ErrorKind::InvalidArgument: return kUsageError;
+    case ErrorKind::Io: return kIoError;
+    case ErrorKind::Unsupported: return kUnsupported;
+    case ErrorKind::Cuda: return kCudaError;
+    case ErrorKind::OutOfMemory: return kOutOfMemory;
+    case ErrorKind::Cancelled: return kInterrupted;
+  }
+  return kInternalError;
+}
+
+namespace {
+
+[[noreturn]] void invalid(const std::string& message) { throw Error(ErrorKind::InvalidArgument, message); }
+
+// "a,b,c" (or one value for all three when allow_one) as numbers.
+template <class T>
+std::array<T, 3> parse_triple(const std::string& text, const char* what, bool allow_one) {
+  std::vector<T> values;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t end = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, end - start);
+    try {
+      std::size_t used = 0;
+      const double v = std::stod(item, &used);
+      if (used != item.size() || (std::is_integral_v<T> && v != std::floor(v))) throw std::invalid_argument(item);
+      values.push_back(static_cast<T>(v));
+    } catch (const std::exception&) {
+      invalid(fmt::format("{} must be {}numbers separated by commas, got '{}'", what,
+                          std::is_integral_v<T> ? "whole " : "", text));
+    }
+    start = end + 1;
+  }
+  if (values.size() == 1 && allow_one) return {values[0], values[0], values[0]};
+  if (values.size() != 3) invalid(fmt::format("{} needs {}3 values, got '{}'", what, allow_one ? "1 or " : "", text));
+  return {values[0], values[1], values[2]};
+}
+
+std::optional<Window> parse_window(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  const auto comma = text.find(',');
+  try {
+    if (comma == std::string::npos) throw std::invalid_argument(text);
+    const Window w{std::stod(text.substr(0, comma)), std::stod(text.substr(comma + 1))};
+    if (!(w.width > 0)) throw std::invalid_argument(text);
+    return w;
+  } catch (const std::exception&) {
+    invalid(fmt::format("--window must be CENTER,WIDTH with WIDTH > 0 (e.g. 40,400), got '{}'", text));
+  }
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+bool same_file(const fs::path& a, const fs::path& b) {
+  std::error_code ec;
+  return fs::exists(b, ec) && fs::equivalent(a, b, ec);
+}
+
+// One filter run from file to file: everything that can fail cheaply is checked before the
+// filter runs, and nothing is written unless the filter succeeded.
+struct FilterJob {
+  std::string command;  // "nlm" | "bilateral"
+  json parameters;
+  std::string description;  // for DICOM DerivationDescription
+  std::function<FilterRun(const io::Image& in, Volume& out, const ExecContext&)> filter;
+};
+
+void run_filter(const InputOptions& input, const RunOptions& run, FilterJob& job,
+                const std::function<void(const io::Image&)>& before_filter = {}) {
+  const auto start = std::chrono::steady_clock::now();
+  ExecContext context;
+  context.device = device_from_string(run.device);
+  context.threads = run.threads;
+  available_device(context.device);  // fail on an unavailable device before reading anything
+  const auto window = parse_window(run.window);
+  io::WriteOptions write_options{run.overwrite, run.float_output, job.description};
+
+  const io::Image image = io::read_image(input.path, input.read_options());
+  const double read_s = seconds_since(start);
+  if (before_filter) before_filter(image);
+  if (same_file(input.path, run.output) && !run.overwrite) {
+    throw Error(ErrorKind::Io, fmt::format("the output '{}' is the input; pass --overwrite to replace it", run.output));
+  }
+  io::check_output(run.output, image.info, image.volume.dims(), write_options);
+  for (const std::string& side : {run.json, run.preview}) {
+    if (side.empty()) continue;
+    if (fs::path(side) == fs::path(run.output)) invalid(fmt::format("'{}' is given as two different outputs", side));
+    io::check_side_output(side, run.overwrite);
+  }
+  if (!run.preview.empty() && !run.preview.ends_with(".png")) invalid("--preview must name a .png file");
+
+  Volume output(image.volume.dims(), image.volume.geometry);
+  const auto filter_start = std::chrono::steady_clock::now();
+  FilterRun result;
+  {
+    ProgressBar bar(job.command, progress_wanted(run.quiet));
+    context.progress = [&](double f) { bar.update(f); };
+    result = job.filter(image, output, context);
+  }
+  const double filter_s = seconds_since(filter_start);
+
+  const auto write_start = std::chrono::steady_clock::now();
+  const io::WriteResult written = io::write_image(output, image.info, run.output, write_options);
+  if (!run.preview.empty()) {
+    const Picture pic = make_preview(image.volume, output, window);
+    io::write_gray8_png(pic.pixels, pic.width, pic.height, run.preview, run.overwrite);
+  }
+  const double write_s = seconds_since(write_start);
+
+  if (written.clamped_voxels > 0) {
+    fmt::print(stderr, "note: {} voxel(s) fell outside the {} range of the output and were clamped\n",
+               written.clamped_voxels, io::to_string(written.pixel_type));
+  }
+  if (!run.json.empty()) {
+    json report = {
+        {"ctdenoise", CTD_VERSION},
+        {"command", job.command},
+        {"parameters", job.parameters},
+        {"device", std::string(to_string(result.device))},
+        {"algorithm", result.algorithm},
+        {"threads", result.threads},
+        {"input", describe_image(image.info, image.volume)},
+        {"output",
+         {{"path", run.output},
+          {"format", std::string(io::to_string(io::output_format(run.output)))},
+          {"pixel_type", std::string(io::to_string(written.pixel_type))},
+          {"clamped_voxels", written.clamped_voxels},
+          {"statistics", to_json(statistics(output))}}},
+        {"timings_s", {{"read", read_s}, {"filter", filter_s}, {"write", write_s}, {"total", seconds_since(start)}}},
+    };
+    if (!run.preview.empty()) report["preview"] = run.preview;
+    io::write_text_file(report.dump(2) + "\n", run.json, run.overwrite);
+  }
+  const Dims d = output.dims();
+  fmt::print("{}: wrote {} ({}x{}x{} {}) in {:.2f} s (filter {:.2f} s on {}, {}, {} thread{})\n", job.command,
+             run.output, d.nx, d.ny, d.nz, io::to_string(written.pixel_type), seconds_since(start), filter_s,
+             to_string(result.device), result.algorithm, result.threads, result.threads == 1 ? "" : "s");
+  if (!run.preview.empty()) fmt::print("{}: preview {}\n", job.command, run.preview);
+  if (!run.json.empty()) fmt::print("{}: report {}\n", job.command, run.json);
+}
+
+template <class E>
+E parse_choice(const std::string& name, std::initializer_list<std::pair<const char*, E>> choices, const char* what) {
+  std::string names;
+  for (const auto& [n, e] : choices) {
+    if (name == n) return e;
+    names += fmt::format("{}{}", names.empty() ? "" : ", ", n);
+  }
+  invalid(fmt::format("unknown {} '{}' (expected {})", what, name, names));
+}
+
+}  // namespace
+
+io::ReadOptions InputOptions::read_options() const {
+  io::ReadOptions options;
+  options.series_uid = series;
+  if (raw_dims.empty()) {
+    if (!raw_type.empty() || !raw_spacing.empty()) invalid("raw input needs --raw-dims NX,NY,NZ");
+    return options;
+  }
+  if (raw_type.empty()) invalid("raw input needs --raw-type (uint8, int16, uint16, float32, ...)");
+  io::RawLayout layout;
+  const auto dims = parse_triple<std::int64_t>(raw_dims, "--raw-dims", false);
+  layout.dims = {dims[0], dims[1], dims[2]};
+  layout.type = io::pixel_type_from_string(raw_type);
+  layout.byte_order = parse_choice<io::ByteOrder>(raw_byte_order, {{"little", io::ByteOrder::Little}, {"big", io::ByteOrder::Big}},
+                                                  "byte order");
+  if (!raw_spacing.empty()) layout.spacing = parse_triple<double>(raw_spacing, "--raw-spacing", true);
+  layout.header_bytes = raw_header;
+  options.raw = layout;
+  return options;
+}
+
+NlmParams NlmOptions::resolve() const {
+  NlmParams p = params;
+  p.patch_kernel = parse_choice<PatchKernel>(patch_kernel, {{"uniform", PatchKernel::Uniform}, {"gaussian", PatchKernel::Gaussian}},
+                                             "patch kernel");
+  p.distance = parse_choice<PatchDistance>(distance, {{"l2", PatchDistance::L2}, {"l1", PatchDistance::L1}}, "distance");
+  p.centre_weight = parse_choice<CentreWeight>(centre_weight, {{"formula", CentreWeight::Formula}, {"max", CentreWeight::Max}},
+                                               "centre weight");
+  p.algorithm = nlm_algorithm_from_string(algorithm);
+  validate(p);
+  return p;
+}
+
+BilateralParams BilateralOptions::resolve() const {
+  BilateralParams p;
+  if ((sigma_spatial > 0) == (sigma_spatial_mm > 0)) {
+    invalid("give exactly one of --sigma-spatial (voxels) and --sigma-spatial-mm (mm), with a value > 0");
+  }
+  p.sigma_spatial = sigma_spatial > 0 ? sigma_spatial : sigma_spatial_mm;
+  p.spatial_unit = sigma_spatial > 0 ? SpatialUnit::Voxel : SpatialUnit::Millimetre;
+  p.sigma_range = sigma_range;
+  if (!radius.empty()) p.radius = parse_triple<int>(radius, "--radius", true);
+  p.algorithm = bilateral_algorithm_from_string(algorithm);
+  validate(p);
+  return p;
+}
+
+void run_nlm(const InputOptions& input, const RunOptions& run, const NlmOptions& options) {
+  const NlmParams p = options.resolve();
+  FilterJob job;
+  job.command = "nlm";
+  job.parameters = {{"search_radius", p.search_radius}, {"patch_radius", p.patch_radius}, {"h", p.h},
+                    {"noise_sigma", p.noise_sigma},     {"patch_kernel", options.patch_kernel},
+                    {"distance", options.distance},     {"centre_weight", options.centre_weight},
+                    {"algorithm", options.algorithm}};
+  if (p.patch_kernel == PatchKernel::Gaussian) job.parameters["patch_sigma"] = p.patch_sigma;
+  job.description = fmt::format("ctdenoise {} nlm search_radius={} patch_radius={} h={} noise_sigma={} distance={}",
+                                CTD_VERSION, p.search_radius, p.patch_radius, p.h, p.noise_sigma, options.distance);
+  job.filter = [&](const io::Image& in, Volume& out, const ExecContext& context) {
+    return nlm(in.volume.view(), out.view(), p, context);
+  };
+  run_filter(input, run, job);
+}
+
+void run_bilateral(const InputOptions& input, const RunOptions& run, const BilateralOptions& options) {
+  BilateralParams p = options.resolve();
+  FilterJob job;
+  job.command = "bilateral";
+  job.filter = [&](const io::Image& in, Volume& out, const ExecContext& context) {
+    return bilateral(in.volume.view(), out.view(), p, context);
+  };
+  // The window depends on the image's spacing (sigma in mm) and dimensionality.
+  run_filter(input, run, job, [&](const io::Image& image) {
+    p.spacing = image.volume.geometry.spacing;
+    const auto r = bilateral_radius(p, image.volume.dims());
+    job.parameters = {{"sigma_spatial", p.sigma_spatial},
+                      {"sigma_spatial_unit", p.spatial_unit == SpatialUnit::Voxel ? "voxel" : "mm"},
+                      {"sigma_range", p.sigma_range},
+                      {"radius", r},
+                      {"algorithm", options.algorithm}};
+    job.description = fmt::format("ctdenoise {} bilateral sigma_spatial={}{} sigma_range={} radius={},{},{}", CTD_VERSION,
+                                  p.sigma_spatial, p.spatial_unit == SpatialUnit::Voxel ? "vox" : "mm", p.sigma_range,
+                                  r[0], r[1], r[2]);
+  });
+}
+
+void run_info(const InputOptions& input, const std::string& json_path, bool overwrite) {
+  if (!json_path.empty()) io::check_side_output(json_path, overwrite);
+  const io::Image image = io::read_image(input.path, input.read_options());
+  fmt::print("{}", format_image(image.info, image.volume));
+  if (!json_path.empty()) io::write_text_file(describe_image(image.info, image.volume).dump(2) + "\n", json_path, overwrite);
+}
+
+void run_demo(const std::string& output_dir, RunOptions run) {
+  // The shipped sample: TotalSegmentator's example abdominal CT (data/NOTICE.md), 3 mm voxels, HU.
+  InputOptions input;
+  input.path = CTD_DEMO_INPUT;
+  std::error_code ec;
+  fs::create_directories(output_dir, ec);
+  if (ec) throw Error(ErrorKind::Io, fmt::format("cannot create '{}': {}", output_dir, ec.message()));
+  run.output = (fs::path(output_dir) / "denoised.nii.gz").string();
+  run.preview = (fs::path(output_dir) / "preview.png").string();
+  run.json = (fs::path(output_dir) / "report.json").string();
+  if (run.window.empty()) run.window = "40,400";  // soft-tissue CT window
+  NlmOptions nlm;
+  nlm.params.search_radius = 3;
+  nlm.params.patch_radius = 1;
+  nlm.params.h = 30.0f;  // HU
+  fmt::print("demo: non-local means on {} (search radius {}, patch radius {}, h = {} HU)\n", input.path,
+             nlm.params.search_radius, nlm.params.patch_radius, nlm.params.h);
+  run_nlm(input, run, nlm);
+}
+
+}  // namespace ctd::cli

@@ -1,0 +1,59 @@
+#pragma once
+// The subcommands of the ctdenoise CLI, apart from argument parsing (main.cpp).
+
+#include <ctdenoise/bilateral.hpp>
+#include <ctdenoise/error.hpp>
+#include <ctdenoise/io.hpp>
+#include <ctdenoise/nlm.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace ctd::cli {
+
+// Exit codes (README, "Exit codes").
+enum ExitCode : int {
+  kOk = 0,
+  kInternalError = 1,
+  kUsageError = 2,  // bad option or parameter value
+  kIoError = 3,     // missing/corrupt input, output exists or cannot be written
+  kUnsupported = 4, // format, pixel type or device this version cannot do
+  kCudaError = 5,
+  kOutOfMemory = 6,
+  kInterrupted = 130,
+};
+int exit_code(ErrorKind kind) noexcept;
+
+struct InputOptions {
+  std::string path;
+  std::string series;  // DICOM folder with several series: which one
+  std::string raw_dims, raw_type, raw_byte_order = "little", raw_spacing;  // headerless raw input
+  std::uint64_t raw_header = 0;
+  io::ReadOptions read_options() const;
+};
+
+struct RunOptions {
+  std::string output, json, preview, window;
+  std::string device = "auto";
+  int threads = 0;
+  bool overwrite = false, float_output = false, quiet = false;
+};
+
+struct NlmOptions {
+  NlmParams params;
+  std::string patch_kernel = "uniform", distance = "l2", centre_weight = "formula", algorithm = "auto";
+  NlmParams resolve() const;  // the names above parsed into params; throws InvalidArgument
+};
+
+struct BilateralOptions {
+  float sigma_spatial = 0, sigma_spatial_mm = 0, sigma_range = 0;
+  std::string radius, algorithm = "auto";
+  BilateralParams resolve() const;  // spacing is filled in from the image later
+};
+
+void run_nlm(const InputOptions& input, const RunOptions& run, const NlmOptions& nlm);
+void run_bilateral(const InputOptions& input, const RunOptions& run, const BilateralOptions& bf);
+void run_info(const InputOptions& input, const std::string& json, bool overwrite);
+void run_demo(const std::string& output_dir, RunOptions run);
+
+}  // namespace ctd::cli

@@ -1,0 +1,122 @@
+// ctdenoise: edge-preserving denoising of CT images and volumes from the command line.
+
+#include "commands.hpp"
+#include "progress.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cstdio>
+
+namespace {
+
+using namespace ctd::cli;
+
+void add_input_options(CLI::App& cmd, InputOptions& in) {
+  cmd.add_option("--series", in.series, "DICOM folder with several series: the series to read (ID or prefix)");
+  cmd.add_option("--raw-dims", in.raw_dims, "Read INPUT as headerless raw of NX,NY,NZ voxels (x fastest)");
+  cmd.add_option("--raw-type", in.raw_type, "Raw voxel type: uint8 int8 uint16 int16 uint32 int32 float32 float64");
+  cmd.add_option("--raw-byte-order", in.raw_byte_order, "Raw byte order: little or big")->capture_default_str();
+  cmd.add_option("--raw-spacing", in.raw_spacing, "Raw voxel spacing in mm: S or SX,SY,SZ (default 1)");
+  cmd.add_option("--raw-header", in.raw_header, "Raw: bytes to skip at the start of the file")->capture_default_str();
+}
+
+void add_run_options(CLI::App& cmd, RunOptions& run) {
+  cmd.add_option("--device", run.device, "Where to run: auto, cpu or cuda")->capture_default_str();
+  cmd.add_option("--threads", run.threads, "CPU threads (0 = all)")->capture_default_str();
+  cmd.add_option("--json", run.json, "Write a JSON report (parameters, timings, statistics) to this file");
+  cmd.add_option("--preview", run.preview, "Write input | output | difference as a PNG (middle slices)");
+  cmd.add_option("--window", run.window, "Preview window CENTER,WIDTH in image units, e.g. 40,400 (default: "
+                                         "0.5-99.5 percentiles)");
+  cmd.add_flag("--overwrite", run.overwrite, "Replace existing output files");
+  cmd.add_flag("--float", run.float_output, "Write float32 voxels instead of the input's pixel type");
+  cmd.add_flag("-q,--quiet", run.quiet, "No progress bar");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"ctdenoise " CTD_VERSION ": edge-preserving denoising of CT images and volumes "
+               "(non-local means, bilateral filter)"};
+  app.set_version_flag("--version", CTD_VERSION);
+  app.require_subcommand(1);
+
+  InputOptions input;
+  RunOptions run;
+
+  NlmOptions nlm;
+  auto* nlm_cmd = app.add_subcommand("nlm", "Non-local means: denoise INPUT into OUTPUT");
+  nlm_cmd->add_option("INPUT", input.path, "Image file, DICOM file or DICOM series folder")->required();
+  nlm_cmd->add_option("OUTPUT", run.output, "Output file (format from the extension) or folder (DICOM series)")->required();
+  nlm_cmd->add_option("--h", nlm.params.h, "Filtering strength h in image units (HU for CT), > 0")->required();
+  nlm_cmd->add_option("--search-radius", nlm.params.search_radius, "Search window half-width in voxels: (2r+1)^dim")
+      ->capture_default_str();
+  nlm_cmd->add_option("--patch-radius", nlm.params.patch_radius, "Patch half-width in voxels: (2r+1)^dim")
+      ->capture_default_str();
+  nlm_cmd->add_option("--noise-sigma", nlm.params.noise_sigma,
+                      "Noise standard deviation in image units; subtracts 2 sigma^2 from patch distances")
+      ->capture_default_str();
+  nlm_cmd->add_option("--patch-kernel", nlm.patch_kernel, "Patch weighting: uniform or gaussian")->capture_default_str();
+  nlm_cmd->add_option("--patch-sigma", nlm.params.patch_sigma, "Width of the gaussian patch kernel in voxels")
+      ->capture_default_str();
+  nlm_cmd->add_option("--distance", nlm.distance, "Patch distance: l2, or l1 (seed 003's weighted L1)")
+      ->capture_default_str();
+  nlm_cmd->add_option("--centre-weight", nlm.centre_weight, "Weight of the voxel itself: formula (1) or max")
+      ->capture_default_str();
+  nlm_cmd->add_option("--algorithm", nlm.algorithm, "Variant: auto, displacement (CPU)")->capture_default_str();
+  add_input_options(*nlm_cmd, input);
+  add_run_options(*nlm_cmd, run);
+
+  BilateralOptions bf;
+  auto* bf_cmd = app.add_subcommand("bilateral", "Bilateral filter: denoise INPUT into OUTPUT");
+  bf_cmd->add_option("INPUT", input.path, "Image file, DICOM file or DICOM series folder")->required();
+  bf_cmd->add_option("OUTPUT", run.output, "Output file (format from the extension) or folder (DICOM series)")->required();
+  bf_cmd->add_option("--sigma-spatial", bf.sigma_spatial, "Spatial Gaussian sigma in voxels");
+  bf_cmd->add_option("--sigma-spatial-mm", bf.sigma_spatial_mm, "Spatial Gaussian sigma in mm (uses the voxel spacing)");
+  bf_cmd->add_option("--sigma-range", bf.sigma_range, "Range Gaussian sigma in image units (HU for CT), > 0")->required();
+  bf_cmd->add_option("--radius", bf.radius, "Window half-width in voxels: R or RX,RY,RZ (default ceil(3 sigma / spacing))");
+  bf_cmd->add_option("--algorithm", bf.algorithm, "Variant: auto, direct (CPU)")->capture_default_str();
+  add_input_options(*bf_cmd, input);
+  add_run_options(*bf_cmd, run);
+
+  std::string info_json;
+  bool info_overwrite = false;
+  auto* info_cmd = app.add_subcommand("info", "Describe an image: size, spacing, pixel type, values, DICOM attributes");
+  info_cmd->add_option("INPUT", input.path, "Image file, DICOM file or DICOM series folder")->required();
+  info_cmd->add_option("--json", info_json, "Also write the description as JSON to this file");
+  info_cmd->add_flag("--overwrite", info_overwrite, "Replace an existing JSON file");
+  add_input_options(*info_cmd, input);
+
+  std::string demo_dir = "ctdenoise-demo";
+  auto* demo_cmd = app.add_subcommand("demo", "Denoise the bundled CT sample; writes a volume, a preview PNG and a report");
+  demo_cmd->add_option("--output-dir", demo_dir, "Folder for the demo's outputs")->capture_default_str();
+  demo_cmd->add_option("--device", run.device, "Where to run: auto, cpu or cuda")->capture_default_str();
+  demo_cmd->add_option("--threads", run.threads, "CPU threads (0 = all)")->capture_default_str();
+  demo_cmd->add_flag("--overwrite", run.overwrite, "Replace the outputs of an earlier demo run");
+  demo_cmd->add_flag("-q,--quiet", run.quiet, "No progress bar");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);  // prints help/version, or the parse error
+    return code == 0 ? kOk : kUsageError;
+  }
+
+  install_interrupt_handler();
+  try {
+    if (*nlm_cmd) run_nlm(input, run, nlm);
+    else if (*bf_cmd) run_bilateral(input, run, bf);
+    else if (*info_cmd) run_info(input, info_json, info_overwrite);
+    else if (*demo_cmd) run_demo(demo_dir, run);
+    return kOk;
+  } catch (const ctd::Error& e) {
+    fmt::print(stderr, "ctdenoise: {}: {}\n", ctd::to_string(e.kind()), e.what());
+    return exit_code(e.kind());
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr, "ctdenoise: out of memory\n");
+    return kOutOfMemory;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "ctdenoise: internal error: {}\n", e.what());
+    return kInternalError;
+  }
+}

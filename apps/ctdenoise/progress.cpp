@@ -1,0 +1,55 @@
+#include "progress.hpp"
+
+#include <ctdenoise/error.hpp>
+
+#include <fmt/format.h>
+
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+
+namespace ctd::cli {
+namespace {
+
+volatile std::sig_atomic_t g_interrupted = 0;
+
+extern "C" void on_interrupt(int) { g_interrupted = 1; }
+
+}  // namespace
+
+void install_interrupt_handler() {
+  std::signal(SIGINT, on_interrupt);
+  std::signal(SIGTERM, on_interrupt);
+}
+
+bool interrupted() noexcept { return g_interrupted != 0; }
+
+bool progress_wanted(bool quiet) { return !quiet && ::isatty(STDERR_FILENO); }
+
+ProgressBar::ProgressBar(std::string label, bool enabled)
+    : label_(std::move(label)), enabled_(enabled), start_(std::chrono::steady_clock::now()), last_draw_(start_) {}
+
+ProgressBar::~ProgressBar() {
+  if (drawn_) std::fputs("\n", stderr);
+}
+
+void ProgressBar::update(double fraction) {
+  if (interrupted()) throw Error(ErrorKind::Cancelled, "interrupted");
+  if (!enabled_) return;
+  const auto now = std::chrono::steady_clock::now();
+  const double elapsed = std::chrono::duration<double>(now - start_).count();
+  const bool finished = fraction >= 1.0;
+  // Only work that lasts longer than a second gets a bar, redrawn at most ten times a second.
+  if (elapsed < 1.0 || (!finished && now - last_draw_ < std::chrono::milliseconds(100))) return;
+  last_draw_ = now;
+  constexpr int kWidth = 30;
+  const int filled = static_cast<int>(fraction * kWidth);
+  const double eta = fraction > 0 ? elapsed * (1 - fraction) / fraction : 0;
+  fmt::print(stderr, "\r{} [{}{}] {:3.0f}%  {:.1f} s elapsed, {:.1f} s left ", label_, std::string(filled, '#'),
+             std::string(kWidth - filled, '.'), fraction * 100, elapsed, eta);
+  std::fflush(stderr);
+  drawn_ = true;
+}
+
+}  // namespace ctd::cli

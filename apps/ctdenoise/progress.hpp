@@ -1,0 +1,31 @@
+#pragma once
+// A progress bar on stderr for work longer than about a second; silent when disabled (--quiet,
+// or stderr is not a terminal). Ctrl-C is turned into a ctd::Error of kind Cancelled at the next
+// progress report, so outputs are never left half-written.
+
+#include <chrono>
+#include <string>
+
+namespace ctd::cli {
+
+void install_interrupt_handler();
+bool interrupted() noexcept;
+
+class ProgressBar {
+ public:
+  ProgressBar(std::string label, bool enabled);
+  ~ProgressBar();
+  // Redraws at most ten times a second; throws Cancelled after Ctrl-C.
+  void update(double fraction_done);
+
+ private:
+  std::string label_;
+  bool enabled_;
+  bool drawn_ = false;
+  std::chrono::steady_clock::time_point start_, last_draw_;
+};
+
+// Whether a bar should be shown: not --quiet and stderr is a terminal.
+bool progress_wanted(bool quiet);
+
+}  // namespace ctd::cli

@@ -1,0 +1,72 @@
+#include "report.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace ctd::cli {
+
+Statistics statistics(const Volume& volume) {
+  Statistics s;
+  if (volume.size() == 0) return s;
+  s.min = s.max = volume.data()[0];
+  double sum = 0, sum2 = 0;
+  for (std::int64_t i = 0; i < volume.size(); ++i) {
+    const double v = volume.data()[i];
+    s.min = std::min(s.min, v);
+    s.max = std::max(s.max, v);
+    sum += v;
+    sum2 += v * v;
+  }
+  const double n = double(volume.size());
+  s.mean = sum / n;
+  s.std = std::sqrt(std::max(0.0, sum2 / n - s.mean * s.mean));
+  return s;
+}
+
+nlohmann::json to_json(const Statistics& s) {
+  return {{"min", s.min}, {"max", s.max}, {"mean", s.mean}, {"std", s.std}};
+}
+
+nlohmann::json describe_image(const io::ImageInfo& info, const Volume& volume) {
+  const Dims d = volume.dims();
+  const Geometry& g = volume.geometry;
+  nlohmann::json j = {
+      {"path", info.path.string()},
+      {"format", std::string(io::to_string(info.format))},
+      {"pixel_type", std::string(io::to_string(info.pixel_type))},
+      {"files", info.file_count},
+      {"dims", {d.nx, d.ny, d.nz}},
+      {"spacing_mm", g.spacing},
+      {"origin_mm", g.origin},
+      {"direction", g.direction},
+      {"statistics", to_json(statistics(volume))},
+  };
+  if (!info.attributes.empty()) j["dicom"] = info.attributes;
+  if (!info.notes.empty()) j["notes"] = info.notes;
+  return j;
+}
+
+std::string format_image(const io::ImageInfo& info, const Volume& volume) {
+  const Dims d = volume.dims();
+  const Geometry& g = volume.geometry;
+  const Statistics s = statistics(volume);
+  std::string out;
+  out += fmt::format("path:       {}\n", info.path.string());
+  out += fmt::format("format:     {}{}\n", io::to_string(info.format),
+                     info.file_count > 1 ? fmt::format(" ({} files)", info.file_count) : "");
+  out += fmt::format("size:       {} x {} x {} voxels ({})\n", d.nx, d.ny, d.nz, d.is_2d() ? "2D" : "3D");
+  out += fmt::format("pixel type: {}\n", io::to_string(info.pixel_type));
+  out += fmt::format("spacing:    {:.6g} x {:.6g} x {:.6g} mm\n", g.spacing[0], g.spacing[1], g.spacing[2]);
+  out += fmt::format("origin:     ({:.6g}, {:.6g}, {:.6g}) mm\n", g.origin[0], g.origin[1], g.origin[2]);
+  out += fmt::format("direction:  [{:.4g} {:.4g} {:.4g}; {:.4g} {:.4g} {:.4g}; {:.4g} {:.4g} {:.4g}]\n", g.direction[0],
+                     g.direction[1], g.direction[2], g.direction[3], g.direction[4], g.direction[5], g.direction[6],
+                     g.direction[7], g.direction[8]);
+  out += fmt::format("values:     min {:.6g}, max {:.6g}, mean {:.6g}, std {:.6g}\n", s.min, s.max, s.mean, s.std);
+  for (const auto& [key, value] : info.attributes) out += fmt::format("{:<22}{}\n", key + ":", value);
+  for (const auto& note : info.notes) out += fmt::format("note:       {}\n", note);
+  return out;
+}
+
+}  // namespace ctd::cli

@@ -1,0 +1,51 @@
+#pragma once
+// Bilateral filter (docs/filters.md has the exact definition):
+//   out(p) = sum_q gs(p-q) gr(u(p)-u(q)) u(q) / sum_q gs(p-q) gr(u(p)-u(q))
+// over the box |q_i - p_i| <= radius_i (mirror border), with
+//   gs(d) = exp(-sum_i (d_i s_i)^2 / (2 sigma_spatial^2)),  gr(a) = exp(-a^2 / (2 sigma_range^2)),
+// s_i = 1 (sigma in voxels) or the voxel spacing (sigma in mm). A volume with nz = 1 is 2D.
+
+#include <ctdenoise/exec.hpp>
+#include <ctdenoise/volume.hpp>
+
+#include <array>
+#include <optional>
+#include <string_view>
+
+namespace ctd {
+
+enum class SpatialUnit {
+  Voxel,       // sigma_spatial counts voxels along every axis
+  Millimetre,  // sigma_spatial is in mm; the axes scale by `spacing` (anisotropic CT)
+};
+
+enum class BilateralAlgorithm {
+  Auto,    // the fastest exact variant for the device
+  Direct,  // CPU: direct sum over the window, spatial weights tabulated
+};
+
+struct BilateralParams {
+  float sigma_spatial = 0.0f;  // > 0, in `spatial_unit`; required
+  SpatialUnit spatial_unit = SpatialUnit::Voxel;
+  float sigma_range = 0.0f;  // > 0, image units (HU for CT); required
+  // Half-width of the window along x, y, z in voxels (each >= 1; z is ignored for 2D images).
+  // Unset: ceil(3 sigma_spatial / s_i) per axis.
+  std::optional<std::array<int, 3>> radius;
+  std::array<double, 3> spacing{1.0, 1.0, 1.0};  // mm per voxel, used with SpatialUnit::Millimetre
+  BilateralAlgorithm algorithm = BilateralAlgorithm::Auto;
+};
+
+// Throws ctd::Error(InvalidArgument) naming the field and value; never clamps.
+void validate(const BilateralParams& params);
+
+// The window half-widths the filter uses for a volume of these dims (z = 0 for 2D images).
+std::array<int, 3> bilateral_radius(const BilateralParams& params, const Dims& dims);
+
+// Filters `in` into `out` (same dims; may be the same memory). Host memory.
+FilterRun bilateral(ConstVolumeView<float> in, VolumeView<float> out, const BilateralParams& params,
+                    const ExecContext& context = {});
+
+std::string_view to_string(BilateralAlgorithm algorithm) noexcept;
+BilateralAlgorithm bilateral_algorithm_from_string(std::string_view name);  // throws InvalidArgument
+
+}  // namespace ctd

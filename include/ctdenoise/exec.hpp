@@ -1,0 +1,38 @@
+#pragma once
+// Where and how a filter runs.
+
+#include <functional>
+#include <string>
+#include <string_view>
+
+namespace ctd {
+
+enum class Device {
+  Auto,  // CUDA when a device is present and the build has it, else the CPU
+  Cpu,
+  Cuda,
+};
+
+std::string_view to_string(Device device) noexcept;
+Device device_from_string(std::string_view name);  // "auto" | "cpu" | "cuda"; throws InvalidArgument
+
+// The device a filter asked for `requested` runs on. Throws ctd::Error(Unsupported) when CUDA is
+// asked for and this build or machine has none, so callers can fail before reading any data.
+Device available_device(Device requested);
+
+struct ExecContext {
+  Device device = Device::Auto;
+  int threads = 0;  // CPU worker threads; 0 = all hardware threads
+  // Called on the calling thread with the fraction done (0..1) as work progresses. It may throw
+  // (e.g. ctd::Error of kind Cancelled) to stop the filter; the output is then unspecified.
+  std::function<void(double fraction_done)> progress;
+};
+
+// What a filter call actually did, for reports.
+struct FilterRun {
+  Device device = Device::Cpu;
+  std::string algorithm;  // the variant that ran (never "auto")
+  int threads = 1;
+};
+
+}  // namespace ctd

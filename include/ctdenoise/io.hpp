@@ -1,0 +1,105 @@
+#pragma once
+// Medical image I/O (library target ctdenoise_io, through ITK/GDCM). Reads DICOM (file or series
+// folder), NIfTI, MetaImage, NRRD, TIFF, PNG and headerless raw into a float32 Volume in the
+// image's own units (HU for CT: DICOM rescale slope/intercept applied), and writes them back.
+// Errors are ctd::Error: Io (missing, unreadable, corrupt, not writable, exists), Unsupported
+// (pixel type or format combination), InvalidArgument (bad raw layout).
+
+#include <ctdenoise/volume.hpp>
+
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ctd::io {
+
+enum class PixelType { UInt8, Int8, UInt16, Int16, UInt32, Int32, Float32, Float64 };
+std::string_view to_string(PixelType type) noexcept;        // "uint8", "int16", "float32", ...
+PixelType pixel_type_from_string(std::string_view name);    // throws InvalidArgument
+std::size_t size_of(PixelType type) noexcept;
+
+enum class ByteOrder { Little, Big };
+
+enum class Format { Dicom, DicomSeries, Nifti, MetaImage, Nrrd, Tiff, Png, Raw };
+std::string_view to_string(Format format) noexcept;
+
+// How to read a headerless raw file (x fastest, then y, then z).
+struct RawLayout {
+  Dims dims;
+  PixelType type = PixelType::UInt16;
+  ByteOrder byte_order = ByteOrder::Little;
+  std::array<double, 3> spacing{1.0, 1.0, 1.0};
+  std::uint64_t header_bytes = 0;  // bytes to skip at the start
+};
+
+struct DicomSource;  // per-slice DICOM attributes of a DICOM input (opaque; used when writing DICOM)
+
+// Where an image came from and what it held, kept so the output can match it.
+struct ImageInfo {
+  std::filesystem::path path;
+  Format format = Format::Nifti;
+  PixelType pixel_type = PixelType::Float32;  // the type that holds the values as read (HU for DICOM)
+  std::size_t file_count = 1;
+  std::map<std::string, std::string> attributes;  // e.g. Modality, SeriesDescription (DICOM)
+  std::vector<std::string> notes;                 // decisions the reader made that the user should know
+  std::shared_ptr<const DicomSource> dicom;       // set for DICOM input
+  std::optional<RawLayout> raw;                   // set for raw input
+};
+
+struct Image {
+  Volume volume;
+  ImageInfo info;
+};
+
+struct ReadOptions {
+  std::optional<RawLayout> raw;  // read the file as headerless raw with this layout
+  std::string series_uid;        // DICOM folder with several series: the one to read
+};
+
+Image read_image(const std::filesystem::path& path, const ReadOptions& options = {});
+
+// The format an output path asks for: by extension (.nii, .nii.gz, .mhd, .mha, .nrrd, .nhdr,
+// .tif, .tiff, .png, .dcm, .raw); a path with no extension (or an existing folder) is a DICOM
+// series folder. Throws Unsupported for anything else.
+Format output_format(const std::filesystem::path& path);
+
+struct WriteOptions {
+  bool overwrite = false;     // replace an existing output
+  bool float_output = false;  // write float32 instead of the input's pixel type
+  std::string description;    // DICOM: appended to SeriesDescription, stored as DerivationDescription
+};
+
+struct WriteResult {
+  PixelType pixel_type = PixelType::Float32;
+  std::int64_t clamped_voxels = 0;  // voxels outside the output type's range
+  std::vector<std::filesystem::path> files;
+};
+
+// The pixel type an output gets: the input's, unless float_output; where the format cannot hold
+// that type, the nearest it can (DICOM: int16), or Unsupported (PNG holds only uint8 and uint16).
+PixelType output_pixel_type(const ImageInfo& source, Format format, bool float_output);
+
+// Fails early (before any filtering) when the output cannot be written: it exists and overwrite
+// is off, its folder is missing or not writable, or the format cannot hold the image.
+void check_output(const std::filesystem::path& path, const ImageInfo& source, const Dims& dims,
+                  const WriteOptions& options);
+
+// Writes to a temporary name in the output's folder, then renames into place: a failure leaves
+// neither a partial output nor a changed old one.
+WriteResult write_image(const Volume& volume, const ImageInfo& source, const std::filesystem::path& path,
+                        const WriteOptions& options = {});
+
+// Small side outputs (preview pictures, reports), written atomically like images.
+void write_gray8_png(const std::vector<std::uint8_t>& pixels, int width, int height,
+                     const std::filesystem::path& path, bool overwrite);
+void write_text_file(const std::string& text, const std::filesystem::path& path, bool overwrite);
+// Fails early when a side output could not be written (exists without overwrite, folder missing).
+void check_side_output(const std::filesystem::path& path, bool overwrite);
+
+}  // namespace ctd::io

@@ -1,0 +1,67 @@
+#pragma once
+// Volumes and non-owning views. Voxels are stored x-fastest, then y, then z; a 2D image is a
+// volume with nz = 1. Filters compute in float32.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace ctd {
+
+struct Dims {
+  std::int64_t nx = 1, ny = 1, nz = 1;
+
+  std::int64_t count() const noexcept { return nx * ny * nz; }
+  // A volume with a single slice is filtered as a 2D image (2D patches and windows).
+  bool is_2d() const noexcept { return nz == 1; }
+  bool operator==(const Dims&) const = default;
+};
+
+// Physical placement, kept so that a volume written back lands where it was read from.
+struct Geometry {
+  std::array<double, 3> spacing{1.0, 1.0, 1.0};  // mm between voxel centres along x, y, z
+  std::array<double, 3> origin{0.0, 0.0, 0.0};   // mm, centre of voxel (0,0,0), patient LPS
+  std::array<double, 9> direction{1, 0, 0, 0, 1, 0, 0, 0, 1};  // row-major, columns = axes
+};
+
+template <class T>
+struct VolumeView {
+  T* data = nullptr;
+  Dims dims;
+
+  std::int64_t index(std::int64_t x, std::int64_t y, std::int64_t z) const noexcept {
+    return (z * dims.ny + y) * dims.nx + x;
+  }
+  T& operator()(std::int64_t x, std::int64_t y, std::int64_t z) const noexcept {
+    return data[index(x, y, z)];
+  }
+  // A view of mutable voxels converts to a read-only view.
+  operator VolumeView<const T>() const noexcept { return {data, dims}; }
+};
+
+template <class T>
+using ConstVolumeView = VolumeView<const T>;
+
+// An owning float32 volume with its geometry.
+class Volume {
+ public:
+  Volume() = default;
+  explicit Volume(Dims dims, Geometry geometry = {});
+
+  const Dims& dims() const noexcept { return dims_; }
+  Geometry geometry;
+
+  float* data() noexcept { return voxels_.data(); }
+  const float* data() const noexcept { return voxels_.data(); }
+  std::int64_t size() const noexcept { return dims_.count(); }
+
+  VolumeView<float> view() noexcept { return {voxels_.data(), dims_}; }
+  ConstVolumeView<float> view() const noexcept { return {voxels_.data(), dims_}; }
+
+ private:
+  Dims dims_{0, 0, 0};
+  std::vector<float> voxels_;
+};
+
+}  // namespace ctd

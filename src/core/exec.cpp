@@ -1,0 +1,88 @@
+#include "core/exec_internal.hpp"
+
+#include <ctdenoise/error.hpp>
+
+#include <fmt/format.h>
+
+#include <thread>
+
+namespace ctd {
+
+std::string_view to_string(Device device) noexcept {
+  switch (device) {
+    case Device::Auto: return "auto";
+    case Device::Cpu: return "cpu";
+    case Device::Cuda: return "cuda";
+  }
+  return "?";
+}
+
+Device device_from_string(std::string_view name) {
+  if (name == "auto") return Device::Auto;
+  if (name == "cpu") return Device::Cpu;
+  if (name == "cuda") return Device::Cuda;
+  throw Error(ErrorKind::InvalidArgument,
+              fmt::format("unknown device '{}' (expected auto, cpu or cuda)", name));
+}
+
+Device available_device(Device requested) {
+  // The CUDA backend arrives with the GPU issues; until then auto means the CPU.
+  if (requested == Device::Cuda) {
+    throw Error(ErrorKind::Unsupported,
+                "the CUDA backend is not available in this version of ctdenoise; use --device cpu");
+  }
+  return Device::Cpu;
+}
+
+namespace detail {
+
+int resolve_threads(int requested) {
+  if (requested < 0) {
+    throw Error(ErrorKind::InvalidArgument,
+                fmt::format("threads must be >= 0 (0 = all hardware threads), got {}", requested));
+  }
+  if (requested > 0) return requested;
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw == 0 ? 1 : static_cast<int>(hw);
+}
+
+void check_same_dims(const Dims& in, const Dims& out) {
+  if (in.nx < 1 || in.ny < 1 || in.nz < 1) {
+    throw Error(ErrorKind::InvalidArgument,
+                fmt::format("input dimensions must be >= 1, got {}x{}x{}", in.nx, in.ny, in.nz));
+  }
+  if (!(in == out)) {
+    throw Error(ErrorKind::InvalidArgument,
+                fmt::format("output dimensions {}x{}x{} differ from input {}x{}x{}", out.nx, out.ny,
+                            out.nz, in.nx, in.ny, in.nz));
+  }
+}
+
+void check_finite(ConstVolumeView<float> in) {
+  std::int64_t bad = 0, first = -1;
+  const std::int64_t n = in.dims.count();
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (!std::isfinite(in.data[i])) {
+      if (first < 0) first = i;
+      ++bad;
+    }
+  }
+  if (bad > 0) {
+    const std::int64_t x = first % in.dims.nx, y = (first / in.dims.nx) % in.dims.ny,
+                       z = first / (in.dims.nx * in.dims.ny);
+    throw Error(ErrorKind::InvalidArgument,
+                fmt::format("input has {} NaN or infinite voxel(s), the first at (x={}, y={}, z={})",
+                            bad, x, y, z));
+  }
+}
+
+std::vector<float> copy_if_aliased(ConstVolumeView<float> in, VolumeView<float> out) {
+  const float* in_end = in.data + in.dims.count();
+  const float* out_end = out.data + out.dims.count();
+  const bool overlap = in.data < out_end && out.data < in_end;
+  if (!overlap) return {};
+  return std::vector<float>(in.data, in_end);
+}
+
+}  // namespace detail
+}  // namespace ctd

@@ -1,0 +1,46 @@
+#pragma once
+// A fixed set of worker threads that run parallel loops. Each loop index is handled by exactly one
+// thread and the caller waits for all of them, so a loop whose iterations write disjoint outputs
+// gives the same result whatever the thread count.
+
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace ctd::cpu {
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int threads);  // threads >= 1; the calling thread is one of them
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int threads() const noexcept { return static_cast<int>(workers_.size()) + 1; }
+
+  // Calls body(begin, end) over consecutive chunks covering [0, n). Rethrows the first exception
+  // a chunk threw, after all threads have stopped.
+  void parallel_for(std::int64_t n, const std::function<void(std::int64_t, std::int64_t)>& body);
+
+ private:
+  void worker_loop();
+  void run_chunks();
+
+  std::vector<std::thread> workers_;
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  std::uint64_t generation_ = 0;
+  int busy_ = 0;
+  bool stopping_ = false;
+
+  // The loop in flight.
+  const std::function<void(std::int64_t, std::int64_t)>* body_ = nullptr;
+  std::int64_t n_ = 0, chunk_ = 1, next_ = 0;  // next_ guarded by mutex_
+  std::exception_ptr error_;
+};
+
+}  // namespace ctd::cpu

@@ -1,0 +1,251 @@
+// DICOM through ITK's GDCM IO: single files and series folders in, derived series out.
+
+#include "io/io_internal.hpp"
+
+#include <fmt/format.h>
+
+#include <gdcmUIDGenerator.h>
+#include <itkGDCMImageIO.h>
+#include <itkGDCMSeriesFileNames.h>
+#include <itkImage.h>
+#include <itkImageFileReader.h>
+#include <itkImageFileWriter.h>
+#include <itkImageSeriesReader.h>
+#include <itkMetaDataObject.h>
+
+#include <cstring>
+
+namespace ctd::io::detail {
+namespace {
+
+using FloatImage = itk::Image<float, 3>;
+
+std::string get(const itk::MetaDataDictionary& dict, const std::string& key) {
+  std::string value;
+  itk::ExposeMetaData<std::string>(dict, key, value);
+  const auto first = value.find_first_not_of(" \0", 0, 2), last = value.find_last_not_of(" \0", std::string::npos, 2);
+  return first == std::string::npos ? std::string() : value.substr(first, last - first + 1);
+}
+
+void set(itk::MetaDataDictionary& dict, const std::string& key, const std::string& value) {
+  itk::EncapsulateMetaData<std::string>(dict, key, value);
+}
+
+// Attributes worth showing in `ctdenoise info` and in reports.
+const std::pair<const char*, const char*> kShownAttributes[] = {
+    {"0008|0060", "Modality"},          {"0008|0070", "Manufacturer"},     {"0008|1090", "ManufacturerModelName"},
+    {"0010|0010", "PatientName"},       {"0010|0020", "PatientID"},        {"0008|0020", "StudyDate"},
+    {"0008|1030", "StudyDescription"},  {"0008|103e", "SeriesDescription"}, {"0020|000d", "StudyInstanceUID"},
+    {"0020|000e", "SeriesInstanceUID"}, {"0018|0060", "KVP"},              {"0018|0050", "SliceThickness"},
+    {"0028|1052", "RescaleIntercept"},  {"0028|1053", "RescaleSlope"},     {"0002|0010", "TransferSyntaxUID"},
+};
+
+std::string choose_series(const std::vector<std::string>& ids, const std::string& wanted,
+                          itk::GDCMSeriesFileNames& names, const fs::path& folder) {
+  if (!wanted.empty()) {
+    std::vector<std::string> matches;
+    for (const auto& id : ids) {
+      if (id == wanted) return id;
+      if (id.starts_with(wanted)) matches.push_back(id);
+    }
+    if (matches.size() == 1) return matches.front();
+    fail(ErrorKind::InvalidArgument,
+         fmt::format("{} series '{}' in {}", matches.empty() ? "no" : "more than one", wanted, quoted(folder)));
+  }
+  if (ids.size() == 1) return ids.front();
+  std::string list;
+  for (const auto& id : ids) {
+    list += fmt::format("{}{} ({} files)", list.empty() ? "" : "; ", id, names.GetFileNames(id).size());
+  }
+  fail(ErrorKind::InvalidArgument, fmt::format("{} holds {} DICOM series; choose one with --series: {}",
+                                               quoted(folder), ids.size(), list));
+}
+
+}  // namespace
+
+Image read_dicom(const fs::path& path, const ReadOptions& options) {
+  Image image;
+  auto gdcm_io = itk::GDCMImageIO::New();
+  FloatImage::Pointer itk_image;
+  auto source = std::make_shared<DicomSource>();
+  try {
+    if (fs::is_directory(path)) {
+      auto names = itk::GDCMSeriesFileNames::New();
+      names->SetUseSeriesDetails(true);  // split slices that differ in orientation, size or thickness
+      names->SetDirectory(path.string());
+      const std::vector<std::string> ids = names->GetSeriesUIDs();
+      if (ids.empty()) fail(ErrorKind::Io, fmt::format("{} holds no readable DICOM image", quoted(path)));
+      const std::string id = choose_series(ids, options.series_uid, *names, path);
+      const std::vector<std::string> files = names->GetFileNames(id);
+      auto reader = itk::ImageSeriesReader<FloatImage>::New();
+      reader->SetImageIO(gdcm_io);
+      reader->SetFileNames(files);
+      reader->SetMetaDataDictionaryArrayUpdate(true);
+      reader->Update();
+      itk_image = reader->GetOutput();
+      for (const auto* dict : *reader->GetMetaDataDictionaryArray()) source->slices.push_back(*dict);
+      image.info.format = Format::DicomSeries;
+      image.info.file_count = files.size();
+      if (ids.size() > 1) image.info.notes.push_back(fmt::format("read series {} of the {} in the folder", id, ids.size()));
+      if (files.size() > 1) image.info.notes.push_back(fmt::format("{} slices sorted by image position", files.size()));
+    } else {
+      auto reader = itk::ImageFileReader<FloatImage>::New();
+      reader->SetImageIO(gdcm_io);
+      reader->SetFileName(path.c_str());
+      reader->Update();
+      itk_image = reader->GetOutput();
+      source->slices.push_back(gdcm_io->GetMetaDataDictionary());
+      image.info.format = Format::Dicom;
+    }
+  } catch (const itk::ExceptionObject& e) {
+    fail(ErrorKind::Io, fmt::format("cannot read DICOM {}: {}", quoted(path), one_line(e.GetDescription())));
+  }
+  if (gdcm_io->GetNumberOfComponents() != 1) {
+    fail(ErrorKind::Unsupported, fmt::format("{} is a colour DICOM image ({} samples per pixel); only grayscale "
+                                             "is supported",
+                                             quoted(path), gdcm_io->GetNumberOfComponents()));
+  }
+  image.info.path = path;
+  // The component type ITK reports already holds the rescaled values (HU).
+  image.info.pixel_type = pixel_type_of(gdcm_io->GetComponentType(), path);
+  image.info.dicom = source;
+  for (const auto& [key, name] : kShownAttributes) {
+    if (auto value = get(source->slices.front(), key); !value.empty()) image.info.attributes[name] = value;
+  }
+
+  const auto size = itk_image->GetLargestPossibleRegion().GetSize();
+  Geometry geometry;
+  for (unsigned i = 0; i < 3; ++i) {
+    geometry.spacing[i] = itk_image->GetSpacing()[i];
+    geometry.origin[i] = itk_image->GetOrigin()[i];
+    for (unsigned j = 0; j < 3; ++j) geometry.direction[3 * i + j] = itk_image->GetDirection()(i, j);
+  }
+  image.volume = Volume({std::int64_t(size[0]), std::int64_t(size[1]), std::int64_t(size[2])}, geometry);
+  std::memcpy(image.volume.data(), itk_image->GetBufferPointer(), sizeof(float) * std::size_t(image.volume.size()));
+  return image;
+}
+
+namespace {
+
+// Attributes of the source that describe its pixel encoding or file container; the writer sets
+// its own. Everything else (patient, study, equipment, acquisition) is kept.
+bool describes_encoding(const std::string& key) {
+  static const char* const kEncoding[] = {"0028|0002", "0028|0004", "0028|0006", "0028|0008", "0028|0010",
+                                          "0028|0011", "0028|0100", "0028|0101", "0028|0102", "0028|0103",
+                                          "0028|0106", "0028|0107", "0028|1052", "0028|1053", "0028|1054",
+                                          "0028|2110", "0028|2112", "0028|2114"};
+  if (key.starts_with("0002|") || key.starts_with("7fe0|")) return true;
+  return std::find(std::begin(kEncoding), std::end(kEncoding), key) != std::end(kEncoding);
+}
+
+std::string numbers(std::initializer_list<double> values) {
+  std::string out;
+  for (double v : values) out += fmt::format("{}{:.10g}", out.empty() ? "" : "\\", std::abs(v) < 1e-12 ? 0.0 : v);
+  return out;
+}
+
+template <class T>
+std::int64_t write_slices(const Volume& volume, const ImageInfo& source, const fs::path& path,
+                          const WriteOptions& options) {
+  const Dims d = volume.dims();
+  const Geometry& g = volume.geometry;
+  const bool series = d.nz > 1 || !path.has_extension();
+  if (series) fs::create_directory(path);
+
+  gdcm::UIDGenerator uids;
+  const std::vector<itk::MetaDataDictionary> empty(1);
+  const auto& inputs = source.dicom ? source.dicom->slices : empty;
+  const itk::MetaDataDictionary& first = inputs.front();
+  auto keep_or_new = [&](const char* key) {
+    const std::string v = get(first, key);
+    return v.empty() ? std::string(uids.Generate()) : v;
+  };
+  const std::string study_uid = keep_or_new("0020|000d"), frame_uid = keep_or_new("0020|0052");
+  const std::string series_uid = uids.Generate();
+  const std::string modality = source.dicom ? get(first, "0008|0060") : std::string();
+  std::string sop_class = get(first, "0008|0016");
+  if (sop_class.empty()) sop_class = modality == "CT" ? "1.2.840.10008.5.1.4.1.1.2" : "1.2.840.10008.5.1.4.1.1.7";
+  std::string description = get(first, "0008|103e");
+  description = (description.empty() ? "" : description + " ") + "[ctdenoise]";
+  if (description.size() > 64) description.resize(64);
+  const std::string series_number = std::to_string(std::atoi(get(first, "0020|0011").c_str()) + 1000);
+
+  // Column vectors of the direction matrix: row, column and slice axes in patient space.
+  const double* m = g.direction.data();
+  const double row[3] = {m[0], m[3], m[6]}, col[3] = {m[1], m[4], m[7]}, slice[3] = {m[2], m[5], m[8]};
+
+  using SliceImage = itk::Image<T, 2>;
+  std::int64_t clamped = 0;
+  const std::int64_t plane = d.nx * d.ny;
+  for (std::int64_t z = 0; z < d.nz; ++z) {
+    itk::MetaDataDictionary dict = inputs.size() == std::size_t(d.nz) ? inputs[std::size_t(z)] : first;
+    for (const auto& key : dict.GetKeys()) {
+      if (describes_encoding(key)) dict.Erase(key);
+    }
+    double position[3];
+    for (int i = 0; i < 3; ++i) position[i] = g.origin[i] + double(z) * g.spacing[2] * slice[i];
+    set(dict, "0008|0008", "DERIVED\\SECONDARY");
+    set(dict, "0008|0016", sop_class);
+    set(dict, "0008|0018", uids.Generate());
+    set(dict, "0008|103e", description);
+    set(dict, "0008|2111", options.description.substr(0, 1024));
+    set(dict, "0020|000d", study_uid);
+    set(dict, "0020|000e", series_uid);
+    set(dict, "0020|0052", frame_uid);
+    set(dict, "0020|0011", series_number);
+    set(dict, "0020|0013", std::to_string(z + 1));
+    set(dict, "0020|0032", numbers({position[0], position[1], position[2]}));
+    set(dict, "0020|0037", numbers({row[0], row[1], row[2], col[0], col[1], col[2]}));
+    set(dict, "0020|1041", numbers({position[0] * slice[0] + position[1] * slice[1] + position[2] * slice[2]}));
+    set(dict, "0028|0030", numbers({g.spacing[1], g.spacing[0]}));
+    if (d.nz > 1) set(dict, "0018|0088", numbers({g.spacing[2]}));
+    if (!modality.empty()) set(dict, "0008|0060", modality);
+    // Values are stored in the image's units (HU for CT) directly.
+    set(dict, "0028|1052", "0");
+    set(dict, "0028|1053", "1");
+    if (modality == "CT") set(dict, "0028|1054", "HU");
+
+    auto image = SliceImage::New();
+    typename SliceImage::SizeType size;
+    size[0] = static_cast<itk::SizeValueType>(d.nx);
+    size[1] = static_cast<itk::SizeValueType>(d.ny);
+    image->SetRegions(typename SliceImage::RegionType(size));
+    typename SliceImage::SpacingType spacing;
+    spacing[0] = g.spacing[0];
+    spacing[1] = g.spacing[1];
+    image->SetSpacing(spacing);
+    image->Allocate();
+    Volume one_slice({d.nx, d.ny, 1});
+    std::memcpy(one_slice.data(), volume.data() + z * plane, sizeof(float) * std::size_t(plane));
+    clamped += convert_voxels(one_slice, image->GetBufferPointer());
+    image->SetMetaDataDictionary(dict);
+
+    auto gdcm_io = itk::GDCMImageIO::New();
+    gdcm_io->KeepOriginalUIDOn();
+    gdcm_io->SetMetaDataDictionary(dict);
+    auto writer = itk::ImageFileWriter<SliceImage>::New();
+    writer->SetImageIO(gdcm_io);
+    writer->SetInput(image);
+    writer->SetFileName((series ? path / fmt::format("IM{:05d}.dcm", z + 1) : path).c_str());
+    writer->Update();
+  }
+  return clamped;
+}
+
+}  // namespace
+
+std::int64_t write_dicom(const Volume& volume, const ImageInfo& source, PixelType type, const fs::path& path,
+                         const WriteOptions& options) {
+  try {
+    switch (type) {
+      case PixelType::UInt8: return write_slices<std::uint8_t>(volume, source, path, options);
+      case PixelType::UInt16: return write_slices<std::uint16_t>(volume, source, path, options);
+      case PixelType::Int16: return write_slices<std::int16_t>(volume, source, path, options);
+      default: fail(ErrorKind::Unsupported, fmt::format("DICOM output of {} pixels is not supported", to_string(type)));
+    }
+  } catch (const itk::ExceptionObject& e) {
+    fail(ErrorKind::Io, fmt::format("cannot write DICOM {}: {}", quoted(path.filename()), one_line(e.GetDescription())));
+  }
+}
+
+}  // namespace ctd::io::detail

@@ -1,0 +1,103 @@
+#pragma once
+// Shared pieces of the I/O target. ITK and GDCM stay inside src/io.
+
+#include <ctdenoise/error.hpp>
+#include <ctdenoise/io.hpp>
+
+#include <itkCommonEnums.h>
+#include <itkMetaDataDictionary.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace ctd::io {
+
+// Per-slice DICOM attributes of the input, in slice order (one entry for a single file).
+struct DicomSource {
+  std::vector<itk::MetaDataDictionary> slices;
+};
+
+namespace detail {
+
+namespace fs = std::filesystem;
+
+[[noreturn]] inline void fail(ErrorKind kind, const std::string& message) { throw Error(kind, message); }
+
+// ITK messages span lines and carry file:line noise; keep one readable line.
+std::string one_line(const std::string& message);
+std::string quoted(const fs::path& path);  // 'path' for messages
+
+void register_itk_factories();  // also silences ITK/GDCM warnings: failures arrive as exceptions
+
+// The PixelType of an ITK component type; Unsupported for 64-bit integers and the like.
+PixelType pixel_type_of(itk::IOComponentEnum component, const fs::path& path);
+
+Image read_itk(const fs::path& path);                            // NIfTI, MetaImage, NRRD, TIFF, PNG
+Image read_dicom(const fs::path& path, const ReadOptions& options);  // a file or a series folder
+Image read_raw(const fs::path& path, const RawLayout& layout);
+
+// Writers convert to `type` (rounded, clamped) and return how many voxels were clamped.
+std::int64_t write_itk(const Volume& volume, PixelType type, Format format, const fs::path& path);
+std::int64_t write_dicom(const Volume& volume, const ImageInfo& source, PixelType type, const fs::path& path,
+                         const WriteOptions& options);
+std::int64_t write_raw(const Volume& volume, PixelType type, ByteOrder order, const fs::path& path);
+
+// Rounds and clamps float voxels into T; returns how many were outside T's range.
+template <class T>
+std::int64_t convert_voxels(const Volume& volume, T* out) {
+  std::int64_t clamped = 0;
+  const float* in = volume.data();
+  for (std::int64_t i = 0; i < volume.size(); ++i) {
+    if constexpr (std::numeric_limits<T>::is_integer) {
+      const double v = std::nearbyint(double(in[i]));
+      const double lo = double(std::numeric_limits<T>::lowest()), hi = double(std::numeric_limits<T>::max());
+      if (v < lo || v > hi) ++clamped;
+      out[i] = static_cast<T>(std::clamp(v, lo, hi));
+    } else {
+      out[i] = static_cast<T>(in[i]);
+    }
+  }
+  return clamped;
+}
+
+// Calls f(T{}) with the C++ type of a PixelType.
+template <class F>
+decltype(auto) with_pixel_type(PixelType type, F&& f) {
+  switch (type) {
+    case PixelType::UInt8: return f(std::uint8_t{});
+    case PixelType::Int8: return f(std::int8_t{});
+    case PixelType::UInt16: return f(std::uint16_t{});
+    case PixelType::Int16: return f(std::int16_t{});
+    case PixelType::UInt32: return f(std::uint32_t{});
+    case PixelType::Int32: return f(std::int32_t{});
+    case PixelType::Float32: return f(float{});
+    case PixelType::Float64: return f(double{});
+  }
+  return f(float{});
+}
+
+// An output written into a hidden folder beside its destination, moved into place by commit().
+// Destroyed without commit (an error on the way), it removes everything it wrote.
+class StagedOutput {
+ public:
+  StagedOutput(const fs::path& destination, bool overwrite);
+  ~StagedOutput();
+  StagedOutput(const StagedOutput&) = delete;
+  StagedOutput& operator=(const StagedOutput&) = delete;
+
+  // Where the writer puts the output (same file or folder name as the destination).
+  fs::path path() const { return staging_ / destination_.filename(); }
+  // Moves every staged file into the destination folder (the main one last) and returns them.
+  std::vector<fs::path> commit();
+
+ private:
+  fs::path destination_, staging_;
+  bool overwrite_;
+};
+
+}  // namespace detail
+}  // namespace ctd::io

@@ -1,0 +1,248 @@
+// NIfTI, MetaImage, NRRD, TIFF and PNG through ITK's image IO classes.
+
+#include "io/io_internal.hpp"
+
+#include <fmt/format.h>
+
+#include <itkGDCMImageIO.h>
+#include <itkGDCMImageIOFactory.h>
+#include <itkImage.h>
+#include <itkImageFileReader.h>
+#include <itkImageFileWriter.h>
+#include <itkImageIOFactory.h>
+#include <itkMetaImageIO.h>
+#include <itkMetaImageIOFactory.h>
+#include <itkNiftiImageIO.h>
+#include <itkNiftiImageIOFactory.h>
+#include <itkNrrdImageIO.h>
+#include <itkNrrdImageIOFactory.h>
+#include <itkPNGImageIO.h>
+#include <itkPNGImageIOFactory.h>
+#include <itkTIFFImageIO.h>
+#include <itkTIFFImageIOFactory.h>
+
+#include <gdcmTrace.h>
+
+#include <cstring>
+#include <fstream>
+#include <mutex>
+
+namespace ctd::io::detail {
+
+std::string one_line(const std::string& message) {
+  // ITK: "/path/itkFoo.cxx:123:\nITK ERROR: FooImageIO(0x55..): the actual reason"
+  std::string text = message;
+  if (const auto pos = text.rfind("): "); pos != std::string::npos) text.erase(0, pos + 3);
+  for (char& c : text) {
+    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+  }
+  while (!text.empty() && (text.back() == ' ' || text.back() == '.')) text.pop_back();
+  return text;
+}
+
+std::string quoted(const fs::path& path) { return fmt::format("'{}'", path.string()); }
+
+void register_itk_factories() {
+  // Registered by hand (not through ITK's generated registration) so that only these formats,
+  // in this order, are probed.
+  static std::once_flag once;
+  std::call_once(once, [] {
+    itk::Object::GlobalWarningDisplayOff();
+    gdcm::Trace::WarningOff();
+    gdcm::Trace::DebugOff();
+    gdcm::Trace::ErrorOff();
+    itk::GDCMImageIOFactory::RegisterOneFactory();
+    itk::NiftiImageIOFactory::RegisterOneFactory();
+    itk::MetaImageIOFactory::RegisterOneFactory();
+    itk::NrrdImageIOFactory::RegisterOneFactory();
+    itk::TIFFImageIOFactory::RegisterOneFactory();
+    itk::PNGImageIOFactory::RegisterOneFactory();
+  });
+}
+
+namespace {
+
+using FloatImage = itk::Image<float, 3>;
+
+}  // namespace
+
+PixelType pixel_type_of(itk::IOComponentEnum component, const fs::path& path) {
+  using C = itk::IOComponentEnum;
+  switch (component) {
+    case C::UCHAR: return PixelType::UInt8;
+    case C::CHAR: return PixelType::Int8;
+    case C::USHORT: return PixelType::UInt16;
+    case C::SHORT: return PixelType::Int16;
+    case C::UINT: return PixelType::UInt32;
+    case C::INT: return PixelType::Int32;
+    case C::FLOAT: return PixelType::Float32;
+    case C::DOUBLE: return PixelType::Float64;
+    default:
+      fail(ErrorKind::Unsupported,
+           fmt::format("{} has {} pixels; supported are 8/16/32-bit integers and 32/64-bit floats", quoted(path),
+                       itk::ImageIOBase::GetComponentTypeAsString(component)));
+  }
+}
+
+namespace {
+
+Format format_of(const itk::ImageIOBase& imageio) {
+  if (dynamic_cast<const itk::NiftiImageIO*>(&imageio)) return Format::Nifti;
+  if (dynamic_cast<const itk::MetaImageIO*>(&imageio)) return Format::MetaImage;
+  if (dynamic_cast<const itk::NrrdImageIO*>(&imageio)) return Format::Nrrd;
+  if (dynamic_cast<const itk::TIFFImageIO*>(&imageio)) return Format::Tiff;
+  return Format::Png;
+}
+
+}  // namespace
+
+Image read_itk(const fs::path& path) {
+  itk::ImageIOBase::Pointer imageio =
+      itk::ImageIOFactory::CreateImageIO(path.c_str(), itk::CommonEnums::IOFileMode::ReadMode);
+  if (!imageio) {
+    fail(ErrorKind::Io, fmt::format("{} is not an image ctdenoise can read (DICOM, NIfTI, MetaImage, NRRD, TIFF, "
+                                    "PNG), or it is corrupt",
+                                    quoted(path)));
+  }
+  if (dynamic_cast<itk::GDCMImageIO*>(imageio.GetPointer())) return read_dicom(path, {});
+
+  Image image;
+  try {
+    imageio->SetFileName(path.c_str());
+    imageio->ReadImageInformation();
+    if (imageio->GetNumberOfComponents() != 1) {
+      fail(ErrorKind::Unsupported, fmt::format("{} has {} components per pixel (colour or vector image); only "
+                                               "grayscale images are supported",
+                                               quoted(path), imageio->GetNumberOfComponents()));
+    }
+    if (imageio->GetNumberOfDimensions() > 3) {
+      std::size_t extra = 1;
+      for (unsigned d = 3; d < imageio->GetNumberOfDimensions(); ++d) extra *= imageio->GetDimensions(d);
+      if (extra > 1) {
+        fail(ErrorKind::Unsupported, fmt::format("{} has {} dimensions; only 2D and 3D images are supported",
+                                                 quoted(path), imageio->GetNumberOfDimensions()));
+      }
+    }
+    image.info.path = path;
+    image.info.format = format_of(*imageio);
+    image.info.pixel_type = pixel_type_of(imageio->GetComponentType(), path);
+
+    auto reader = itk::ImageFileReader<FloatImage>::New();
+    reader->SetImageIO(imageio);
+    reader->SetFileName(path.c_str());
+    reader->Update();
+    const FloatImage* itk_image = reader->GetOutput();
+    const auto size = itk_image->GetLargestPossibleRegion().GetSize();
+    Geometry geometry;
+    for (unsigned i = 0; i < 3; ++i) {
+      geometry.spacing[i] = itk_image->GetSpacing()[i];
+      geometry.origin[i] = itk_image->GetOrigin()[i];
+      for (unsigned j = 0; j < 3; ++j) geometry.direction[3 * i + j] = itk_image->GetDirection()(i, j);
+    }
+    image.volume = Volume({std::int64_t(size[0]), std::int64_t(size[1]), std::int64_t(size[2])}, geometry);
+    std::memcpy(image.volume.data(), itk_image->GetBufferPointer(), sizeof(float) * std::size_t(image.volume.size()));
+  } catch (const itk::ExceptionObject& e) {
+    fail(ErrorKind::Io, fmt::format("cannot read {}: {}", quoted(path), one_line(e.GetDescription())));
+  }
+  return image;
+}
+
+namespace {
+
+template <class T, unsigned D>
+std::int64_t write_typed(const Volume& volume, const fs::path& path) {
+  using ImageType = itk::Image<T, D>;
+  auto image = ImageType::New();
+  typename ImageType::SizeType size;
+  typename ImageType::SpacingType spacing;
+  typename ImageType::PointType origin;
+  typename ImageType::DirectionType direction;
+  const std::int64_t n[3] = {volume.dims().nx, volume.dims().ny, volume.dims().nz};
+  for (unsigned i = 0; i < D; ++i) {
+    size[i] = static_cast<itk::SizeValueType>(n[i]);
+    spacing[i] = volume.geometry.spacing[i];
+    origin[i] = volume.geometry.origin[i];
+    for (unsigned j = 0; j < D; ++j) direction(i, j) = volume.geometry.direction[3 * i + j];
+  }
+  image->SetRegions(typename ImageType::RegionType(size));
+  image->SetSpacing(spacing);
+  image->SetOrigin(origin);
+  image->SetDirection(direction);
+  image->Allocate();
+  const std::int64_t clamped = convert_voxels(volume, image->GetBufferPointer());
+
+  auto writer = itk::ImageFileWriter<ImageType>::New();
+  writer->SetFileName(path.c_str());
+  writer->SetInput(image);
+  writer->Update();
+  return clamped;
+}
+
+}  // namespace
+
+std::int64_t write_itk(const Volume& volume, PixelType type, Format format, const fs::path& path) {
+  // PNG is 2D only, and a single-slice TIFF reads back best as a plain 2D page.
+  const bool flat = volume.dims().nz == 1 && (format == Format::Png || format == Format::Tiff);
+  try {
+    return with_pixel_type(type, [&](auto t) {
+      using T = decltype(t);
+      return flat ? write_typed<T, 2>(volume, path) : write_typed<T, 3>(volume, path);
+    });
+  } catch (const itk::ExceptionObject& e) {
+    fail(ErrorKind::Io, fmt::format("cannot write {} as {} {}: {}", quoted(path.filename()), to_string(format),
+                                    to_string(type), one_line(e.GetDescription())));
+  }
+}
+
+}  // namespace ctd::io::detail
+
+namespace ctd::io {
+
+void check_side_output(const std::filesystem::path& path, bool overwrite) {
+  const auto parent = path.parent_path().empty() ? std::filesystem::path(".") : path.parent_path();
+  if (!std::filesystem::is_directory(parent)) {
+    detail::fail(ErrorKind::Io, fmt::format("output folder {} does not exist", detail::quoted(parent)));
+  }
+  if (std::filesystem::is_directory(path)) {
+    detail::fail(ErrorKind::Io, fmt::format("{} is a folder", detail::quoted(path)));
+  }
+  if (!overwrite && std::filesystem::exists(path)) {
+    detail::fail(ErrorKind::Io, fmt::format("{} already exists; pass --overwrite to replace it", detail::quoted(path)));
+  }
+}
+
+void write_gray8_png(const std::vector<std::uint8_t>& pixels, int width, int height, const std::filesystem::path& path,
+                     bool overwrite) {
+  detail::register_itk_factories();
+  check_side_output(path, overwrite);
+  using Gray = itk::Image<std::uint8_t, 2>;
+  auto image = Gray::New();
+  Gray::SizeType size;
+  size[0] = static_cast<itk::SizeValueType>(width);
+  size[1] = static_cast<itk::SizeValueType>(height);
+  image->SetRegions(Gray::RegionType(size));
+  image->Allocate();
+  std::copy(pixels.begin(), pixels.end(), image->GetBufferPointer());
+  detail::StagedOutput staged(path, overwrite);
+  try {
+    auto writer = itk::ImageFileWriter<Gray>::New();
+    writer->SetImageIO(itk::PNGImageIO::New());
+    writer->SetFileName(staged.path().c_str());
+    writer->SetInput(image);
+    writer->Update();
+  } catch (const itk::ExceptionObject& e) {
+    detail::fail(ErrorKind::Io, fmt::format("cannot write {}: {}", detail::quoted(path), detail::one_line(e.GetDescription())));
+  }
+  staged.commit();
+}
+
+void write_text_file(const std::string& text, const std::filesystem::path& path, bool overwrite) {
+  check_side_output(path, overwrite);
+  detail::StagedOutput staged(path, overwrite);
+  std::ofstream file(staged.path());
+  if (!(file << text) || !file.flush()) detail::fail(ErrorKind::Io, fmt::format("cannot write {}", detail::quoted(path)));
+  file.close();
+  staged.commit();
+}
+
+}  // namespace ctd::io

@@ -1,0 +1,85 @@
+// Headerless raw volumes: the caller gives dims, pixel type and byte order.
+
+#include "io/io_internal.hpp"
+
+#include <fmt/format.h>
+
+#include <bit>
+#include <cstring>
+#include <fstream>
+
+namespace ctd::io::detail {
+namespace {
+
+bool needs_swap(ByteOrder order) {
+  return (order == ByteOrder::Big) != (std::endian::native == std::endian::big);
+}
+
+void swap_bytes(char* data, std::size_t count, std::size_t width) {
+  if (width == 1) return;
+  for (std::size_t i = 0; i < count; ++i) std::reverse(data + i * width, data + (i + 1) * width);
+}
+
+}  // namespace
+
+Image read_raw(const fs::path& path, const RawLayout& layout) {
+  const Dims& d = layout.dims;
+  if (d.nx < 1 || d.ny < 1 || d.nz < 1) {
+    fail(ErrorKind::InvalidArgument, fmt::format("raw dimensions must be >= 1, got {}x{}x{}", d.nx, d.ny, d.nz));
+  }
+  for (double s : layout.spacing) {
+    if (!(std::isfinite(s) && s > 0)) fail(ErrorKind::InvalidArgument, fmt::format("raw spacing must be > 0, got {}", s));
+  }
+  if (fs::is_directory(path)) fail(ErrorKind::Io, fmt::format("{} is a folder, not a raw file", quoted(path)));
+  const std::size_t width = size_of(layout.type);
+  const std::uint64_t need = layout.header_bytes + std::uint64_t(d.count()) * width;
+  const std::uint64_t have = fs::file_size(path);
+  if (have != need) {
+    fail(ErrorKind::Io, fmt::format("{} has {} bytes, but {}x{}x{} {} voxels{} need {}{}", quoted(path), have, d.nx,
+                                    d.ny, d.nz, to_string(layout.type),
+                                    layout.header_bytes ? fmt::format(" after a {}-byte header", layout.header_bytes) : "",
+                                    need, have < need ? " (truncated file or wrong dims)" : " (wrong dims or type?)"));
+  }
+  std::ifstream file(path, std::ios::binary);
+  std::vector<char> bytes(std::size_t(d.count()) * width);
+  file.seekg(std::streamoff(layout.header_bytes));
+  if (!file.read(bytes.data(), std::streamsize(bytes.size()))) {
+    fail(ErrorKind::Io, fmt::format("cannot read {}", quoted(path)));
+  }
+  if (needs_swap(layout.byte_order)) swap_bytes(bytes.data(), std::size_t(d.count()), width);
+
+  Image image;
+  Geometry geometry;
+  geometry.spacing = layout.spacing;
+  image.volume = Volume(d, geometry);
+  with_pixel_type(layout.type, [&](auto t) {
+    using T = decltype(t);
+    for (std::int64_t i = 0; i < d.count(); ++i) {
+      T v;
+      std::memcpy(&v, bytes.data() + std::size_t(i) * width, width);
+      image.volume.data()[i] = static_cast<float>(v);
+    }
+  });
+  image.info.path = path;
+  image.info.format = Format::Raw;
+  image.info.pixel_type = layout.type;
+  image.info.raw = layout;
+  return image;
+}
+
+std::int64_t write_raw(const Volume& volume, PixelType type, ByteOrder order, const fs::path& path) {
+  const std::size_t width = size_of(type);
+  std::vector<char> bytes(std::size_t(volume.size()) * width);
+  const std::int64_t clamped = with_pixel_type(type, [&](auto t) {
+    using T = decltype(t);
+    return convert_voxels(volume, reinterpret_cast<T*>(bytes.data()));
+  });
+  if (needs_swap(order)) swap_bytes(bytes.data(), std::size_t(volume.size()), width);
+  std::ofstream file(path, std::ios::binary);
+  if (!file.write(bytes.data(), std::streamsize(bytes.size())) || !file.flush()) {
+    fail(ErrorKind::Io, fmt::format("cannot write {}", quoted(path.filename())));
+  }
+  return clamped;
+}
+
+}  // namespace ctd::io::detail

@@ -1,0 +1,111 @@
+#pragma once
+// Inputs and comparisons shared by the tests (never by src/).
+
+#include "reference/reference.hpp"
+
+#include <ctdenoise/error.hpp>
+#include <ctdenoise/volume.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <algorithm>
+#include <random>
+#include <sstream>
+#include <string>
+
+namespace testing_util {
+
+// Seeded uniform noise in [lo, hi).
+inline ctd::Volume random_volume(ctd::Dims dims, std::uint32_t seed, float lo = 0.0f, float hi = 100.0f) {
+  ctd::Volume v(dims);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  for (std::int64_t i = 0; i < v.size(); ++i) v.data()[i] = dist(rng);
+  return v;
+}
+
+// A piecewise-smooth pattern with edges plus noise: what CT looks like to a denoiser.
+// `i % 113` (a prime) breaks any tiling symmetry.
+inline ctd::Volume structured_volume(ctd::Dims dims, std::uint32_t seed) {
+  ctd::Volume v(dims);
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> noise(0.0f, 8.0f);
+  for (std::int64_t z = 0; z < dims.nz; ++z)
+    for (std::int64_t y = 0; y < dims.ny; ++y)
+      for (std::int64_t x = 0; x < dims.nx; ++x) {
+        const std::int64_t i = (z * dims.ny + y) * dims.nx + x;
+        const float step = (x + y > dims.nx / 2 + z) ? 60.0f : -40.0f;
+        v.data()[i] = step + static_cast<float>(i % 113) * 0.3f + noise(rng);
+      }
+  return v;
+}
+
+inline ref::Image to_ref(const ctd::Volume& v) {
+  ref::Image im{static_cast<int>(v.dims().nx), static_cast<int>(v.dims().ny), static_cast<int>(v.dims().nz), {}};
+  im.values.assign(v.data(), v.data() + v.size());
+  return im;
+}
+
+struct Comparison {
+  double relative_l2 = 0, max_abs = 0;
+  std::int64_t worst = -1;
+  std::string where(const ctd::Dims& d) const {
+    std::ostringstream s;
+    s << "max |error| " << max_abs << " at (x=" << worst % d.nx << ", y=" << (worst / d.nx) % d.ny
+      << ", z=" << worst / (d.nx * d.ny) << "), relative L2 " << relative_l2;
+    return s.str();
+  }
+};
+
+inline Comparison compare(const ctd::Volume& got, const std::vector<double>& expected) {
+  Comparison c;
+  double diff2 = 0, ref2 = 0;
+  for (std::int64_t i = 0; i < got.size(); ++i) {
+    const double e = std::fabs(double(got.data()[i]) - expected[static_cast<std::size_t>(i)]);
+    diff2 += e * e;
+    ref2 += expected[static_cast<std::size_t>(i)] * expected[static_cast<std::size_t>(i)];
+    if (!(e <= c.max_abs)) {  // also catches NaN
+      c.max_abs = e;
+      c.worst = i;
+    }
+  }
+  c.relative_l2 = std::sqrt(diff2 / std::max(ref2, 1e-300));
+  return c;
+}
+
+inline bool bit_identical(const ctd::Volume& a, const ctd::Volume& b) {
+  return a.dims() == b.dims() && std::equal(a.data(), a.data() + a.size(), b.data(),
+                                            [](float x, float y) { return std::memcmp(&x, &y, sizeof x) == 0; });
+}
+
+// Runs `body` and checks it throws ctd::Error of `kind`.
+template <class F>
+::testing::AssertionResult throws_kind(F&& body, ctd::ErrorKind kind) {
+  try {
+    body();
+  } catch (const ctd::Error& e) {
+    if (e.kind() == kind) return ::testing::AssertionSuccess() << e.what();
+    return ::testing::AssertionFailure() << "threw kind '" << ctd::to_string(e.kind()) << "': " << e.what();
+  } catch (const std::exception& e) {
+    return ::testing::AssertionFailure() << "threw a non-ctd exception: " << e.what();
+  }
+  return ::testing::AssertionFailure() << "did not throw";
+}
+
+// Test name from a parameter's `name` field, for INSTANTIATE_TEST_SUITE_P.
+struct CaseName {
+  template <class P>
+  std::string operator()(const ::testing::TestParamInfo<P>& param_info) const {
+    std::string name = param_info.param.name;
+    for (char& ch : name) {
+      if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+    }
+    return name;
+  }
+};
+inline constexpr CaseName case_name{};
+
+}  // namespace testing_util

@@ -1,0 +1,164 @@
+// CPU NLM against the naive double-precision reference, over sizes, radii, options and borders.
+
+#include "common/test_util.hpp"
+
+#include <ctdenoise/ctdenoise.hpp>
+
+#include <cmath>
+
+namespace {
+
+using testing_util::compare;
+
+struct Case {
+  const char* name;
+  ctd::Dims dims;
+  int search_radius, patch_radius;
+  float h = 40, noise_sigma = 0;
+  ctd::PatchKernel kernel = ctd::PatchKernel::Uniform;
+  float patch_sigma = 1;
+  ctd::PatchDistance distance = ctd::PatchDistance::L2;
+  ctd::CentreWeight centre = ctd::CentreWeight::Formula;
+};
+
+ref::NlmSettings to_ref(const Case& c) {
+  ref::NlmSettings s;
+  s.search_radius = c.search_radius;
+  s.patch_radius = c.patch_radius;
+  s.h = c.h;
+  s.noise_sigma = c.noise_sigma;
+  s.gaussian_patch = c.kernel == ctd::PatchKernel::Gaussian;
+  s.patch_sigma = c.patch_sigma;
+  s.l1 = c.distance == ctd::PatchDistance::L1;
+  s.centre_max = c.centre == ctd::CentreWeight::Max;
+  return s;
+}
+
+ctd::NlmParams to_params(const Case& c) {
+  ctd::NlmParams p;
+  p.search_radius = c.search_radius;
+  p.patch_radius = c.patch_radius;
+  p.h = c.h;
+  p.noise_sigma = c.noise_sigma;
+  p.patch_kernel = c.kernel;
+  p.patch_sigma = c.patch_sigma;
+  p.distance = c.distance;
+  p.centre_weight = c.centre;
+  return p;
+}
+
+const Case kCases[] = {
+    {"single voxel", {1, 1, 1}, 2, 1},
+    {"single row 2D", {9, 1, 1}, 2, 1},
+    {"single column 2D", {1, 8, 1}, 1, 2},
+    {"odd 2D", {13, 11, 1}, 3, 1},
+    {"2D radii larger than image", {5, 4, 1}, 7, 6},
+    {"2x2x2", {2, 2, 2}, 1, 1},
+    {"odd non-cubic 3D", {9, 7, 5}, 2, 1},
+    {"thin 3D", {11, 3, 2}, 2, 2},
+    {"3D radii larger than volume", {4, 3, 3}, 5, 4},
+    {"one-voxel-wide 3D", {1, 5, 4}, 2, 1},
+    {"gaussian patch 2D", {12, 9, 1}, 3, 2, 40, 0, ctd::PatchKernel::Gaussian, 1.3f},
+    {"gaussian patch 3D", {7, 6, 5}, 2, 2, 40, 0, ctd::PatchKernel::Gaussian, 0.8f},
+    {"noise bias 2D", {10, 9, 1}, 3, 1, 30, 12},
+    {"noise bias 3D", {6, 7, 5}, 2, 1, 30, 9},
+    {"L1 2D", {11, 10, 1}, 3, 2, 20, 0, ctd::PatchKernel::Uniform, 1, ctd::PatchDistance::L1},
+    {"L1 3D", {6, 5, 4}, 2, 1, 20, 0, ctd::PatchKernel::Uniform, 1, ctd::PatchDistance::L1},
+    {"centre max 2D", {9, 8, 1}, 2, 1, 40, 0, ctd::PatchKernel::Uniform, 1, ctd::PatchDistance::L2, ctd::CentreWeight::Max},
+    {"centre max 3D", {5, 6, 4}, 2, 1, 40, 0, ctd::PatchKernel::Uniform, 1, ctd::PatchDistance::L2, ctd::CentreWeight::Max},
+    {"centre max single voxel", {1, 1, 1}, 1, 1, 40, 0, ctd::PatchKernel::Uniform, 1, ctd::PatchDistance::L2, ctd::CentreWeight::Max},
+};
+
+class NlmCpu : public ::testing::TestWithParam<Case> {};
+
+TEST_P(NlmCpu, MatchesReferenceOnRandomAndStructuredInputs) {
+  const Case& c = GetParam();
+  for (int pattern = 0; pattern < 2; ++pattern) {
+    const ctd::Volume in = pattern == 0 ? testing_util::random_volume(c.dims, 1234)
+                                        : testing_util::structured_volume(c.dims, 99);
+    ctd::Volume out(in.dims());
+    ctd::ExecContext ctx;
+    ctx.device = ctd::Device::Cpu;
+    ctx.threads = 3;
+    ctd::nlm(in.view(), out.view(), to_params(c), ctx);
+    const auto expected = ref::nlm(testing_util::to_ref(in), to_ref(c));
+    const auto cmp = compare(out, expected);
+    EXPECT_LE(cmp.relative_l2, 1e-6) << c.name << " pattern " << pattern << ": " << cmp.where(in.dims());
+    EXPECT_LE(cmp.max_abs, 2e-3) << c.name << " pattern " << pattern << ": " << cmp.where(in.dims());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, NlmCpu, ::testing::ValuesIn(kCases), testing_util::case_name);
+
+TEST(NlmCpuProperties, FiltersActuallySmoothNoise) {
+  // Guards against a filter that returns its input: the reference comparison alone would not.
+  const ctd::Volume in = testing_util::random_volume({16, 16, 1}, 5);
+  ctd::Volume out(in.dims());
+  ctd::NlmParams p;
+  p.h = 200;
+  ctd::nlm(in.view(), out.view(), p);
+  double var_in = 0, var_out = 0, mean = 0;
+  for (std::int64_t i = 0; i < in.size(); ++i) mean += in.data()[i] / double(in.size());
+  for (std::int64_t i = 0; i < in.size(); ++i) {
+    var_in += std::pow(in.data()[i] - mean, 2);
+    var_out += std::pow(out.data()[i] - mean, 2);
+  }
+  EXPECT_LT(var_out, 0.2 * var_in);
+}
+
+TEST(NlmCpuProperties, BitIdenticalAcrossRunsAndThreadCounts) {
+  const ctd::Volume in = testing_util::structured_volume({23, 17, 9}, 3);
+  ctd::NlmParams p;
+  p.h = 25;
+  p.search_radius = 3;
+  ctd::Volume first(in.dims());
+  ctd::ExecContext one;
+  one.threads = 1;
+  ctd::nlm(in.view(), first.view(), p, one);
+  for (int threads : {1, 2, 5}) {
+    ctd::Volume again(in.dims());
+    ctd::ExecContext ctx;
+    ctx.threads = threads;
+    ctd::nlm(in.view(), again.view(), p, ctx);
+    EXPECT_TRUE(testing_util::bit_identical(first, again)) << threads << " threads";
+  }
+}
+
+TEST(NlmCpuProperties, InPlaceEqualsOutOfPlace) {
+  ctd::Volume in = testing_util::random_volume({8, 7, 3}, 11);
+  ctd::NlmParams p;
+  p.h = 40;
+  p.search_radius = 2;
+  ctd::Volume out(in.dims());
+  ctd::nlm(in.view(), out.view(), p);
+  ctd::nlm(in.view(), in.view(), p);
+  EXPECT_TRUE(testing_util::bit_identical(in, out));
+}
+
+TEST(NlmCpuProperties, ReportsMonotoneProgressEndingAtOne) {
+  const ctd::Volume in = testing_util::random_volume({8, 8, 4}, 2);
+  ctd::Volume out(in.dims());
+  ctd::NlmParams p;
+  p.h = 40;
+  ctd::ExecContext ctx;
+  std::vector<double> seen;
+  ctx.progress = [&](double f) { seen.push_back(f); };
+  ctd::nlm(in.view(), out.view(), p, ctx);
+  ASSERT_FALSE(seen.empty());
+  EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end()));
+  EXPECT_DOUBLE_EQ(seen.back(), 1.0);
+}
+
+TEST(NlmCpuProperties, ProgressCallbackCanCancel) {
+  const ctd::Volume in = testing_util::random_volume({8, 8, 4}, 2);
+  ctd::Volume out(in.dims());
+  ctd::NlmParams p;
+  p.h = 40;
+  ctd::ExecContext ctx;
+  ctx.progress = [](double f) {
+    if (f > 0.3) throw ctd::Error(ctd::ErrorKind::Cancelled, "stop");
+  };
+  EXPECT_TRUE(testing_util::throws_kind([&] { ctd::nlm(in.view(), out.view(), p, ctx); }, ctd::ErrorKind::Cancelled));
+}
+
+}  // namespace
