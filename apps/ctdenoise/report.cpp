@@ -64,7 +64,7 @@ std::string format_image(const io::ImageInfo& info, const Volume& volume) {
                      g.direction[1], g.direction[2], g.direction[3], g.direction[4], g.direction[5], g.direction[6],
                      g.direction[7], g.direction[8]);
   out += fmt::format("values:     min {:.6g}, max {:.6g}, mean {:.6g}, std {:.6g}\n", s.min, s.max, s.mean, s.std);
-  for (const auto& [key, value] : info.attributes) out += fmt::format("{:<22}{}\n", key + ":", value);
+  for (const auto& [key, value] : info.attributes) out += fmt::format("{:<24}{}\n", key + ":", value);
   for (const auto& note : info.notes) out += fmt::format("note:       {}\n", note);
   return out;
 }

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <gdcmReader.h>
 #include <gdcmUIDGenerator.h>
 #include <itkGDCMImageIO.h>
 #include <itkGDCMSeriesFileNames.h>
@@ -14,6 +15,7 @@
 #include <itkMetaDataObject.h>
 
 #include <cstring>
+#include <set>
 
 namespace ctd::io::detail {
 namespace {
@@ -38,6 +40,7 @@ const std::pair<const char*, const char*> kShownAttributes[] = {
     {"0008|1030", "StudyDescription"},  {"0008|103e", "SeriesDescription"}, {"0020|000d", "StudyInstanceUID"},
     {"0020|000e", "SeriesInstanceUID"}, {"0018|0060", "KVP"},              {"0018|0050", "SliceThickness"},
     {"0028|1052", "RescaleIntercept"},  {"0028|1053", "RescaleSlope"},     {"0002|0010", "TransferSyntaxUID"},
+    {"0008|0008", "ImageType"},         {"0008|2111", "DerivationDescription"},
 };
 
 std::string choose_series(const std::vector<std::string>& ids, const std::string& wanted,
@@ -59,6 +62,30 @@ std::string choose_series(const std::vector<std::string>& ids, const std::string
   }
   fail(ErrorKind::InvalidArgument, fmt::format("{} holds {} DICOM series; choose one with --series: {}",
                                                quoted(folder), ids.size(), list));
+}
+
+// GDCM reads an uncompressed file whose pixel data is cut short without complaint (it pads),
+// so check that the file reaches the end of rows x columns x frames x bytes per pixel after the
+// start of the pixel data. Compressed data is checked by its decoder.
+void check_complete(const fs::path& file, const itk::MetaDataDictionary& dict) {
+  const gdcm::Tag pixel_data(0x7fe0, 0x0010);
+  gdcm::Reader reader;
+  reader.SetFileName(file.c_str());
+  if (!reader.ReadUpToTag(pixel_data, {pixel_data})) fail(ErrorKind::Io, fmt::format("{} is corrupt", quoted(file)));
+  if (reader.GetFile().GetHeader().GetDataSetTransferSyntax().IsEncapsulated()) return;
+  const auto number = [&](const char* key, std::uint64_t fallback) {
+    const std::string v = get(dict, key);
+    return v.empty() ? fallback : std::uint64_t(std::strtoull(v.c_str(), nullptr, 10));
+  };
+  const std::uint64_t pixel_bytes =
+      number("0028|0010", 0) * number("0028|0011", 0) * number("0028|0008", 1) * ((number("0028|0100", 16) + 7) / 8);
+  // The reader stops at or just after the pixel data element's header (GDCM does not say which),
+  // so a file cut by less than a header (12 bytes) would pass.
+  const std::uint64_t end = std::uint64_t(reader.GetStreamCurrentPosition()) + pixel_bytes;
+  if (fs::file_size(file) < end) {
+    fail(ErrorKind::Io, fmt::format("{} is truncated: it has {} bytes, its pixel data ends at byte {}", quoted(file),
+                                    fs::file_size(file), end));
+  }
 }
 
 }  // namespace
@@ -84,6 +111,7 @@ Image read_dicom(const fs::path& path, const ReadOptions& options) {
       reader->Update();
       itk_image = reader->GetOutput();
       for (const auto* dict : *reader->GetMetaDataDictionaryArray()) source->slices.push_back(*dict);
+      for (std::size_t i = 0; i < files.size(); ++i) check_complete(files[i], source->slices[i]);
       image.info.format = Format::DicomSeries;
       image.info.file_count = files.size();
       if (ids.size() > 1) image.info.notes.push_back(fmt::format("read series {} of the {} in the folder", id, ids.size()));
@@ -95,6 +123,7 @@ Image read_dicom(const fs::path& path, const ReadOptions& options) {
       reader->Update();
       itk_image = reader->GetOutput();
       source->slices.push_back(gdcm_io->GetMetaDataDictionary());
+      check_complete(path, source->slices.back());
       image.info.format = Format::Dicom;
     }
   } catch (const itk::ExceptionObject& e) {
@@ -162,7 +191,10 @@ std::int64_t write_slices(const Volume& volume, const ImageInfo& source, const f
   };
   const std::string study_uid = keep_or_new("0020|000d"), frame_uid = keep_or_new("0020|0052");
   const std::string series_uid = uids.Generate();
-  const std::string modality = source.dicom ? get(first, "0008|0060") : std::string();
+  // A non-DICOM input is labelled CT (this is a CT tool): CT Image Storage carries the image
+  // plane (position, orientation), which Secondary Capture would drop.
+  std::string modality = get(first, "0008|0060");
+  if (modality.empty()) modality = "CT";
   std::string sop_class = get(first, "0008|0016");
   if (sop_class.empty()) sop_class = modality == "CT" ? "1.2.840.10008.5.1.4.1.1.2" : "1.2.840.10008.5.1.4.1.1.7";
   std::string description = get(first, "0008|103e");
@@ -199,7 +231,7 @@ std::int64_t write_slices(const Volume& volume, const ImageInfo& source, const f
     set(dict, "0020|1041", numbers({position[0] * slice[0] + position[1] * slice[1] + position[2] * slice[2]}));
     set(dict, "0028|0030", numbers({g.spacing[1], g.spacing[0]}));
     if (d.nz > 1) set(dict, "0018|0088", numbers({g.spacing[2]}));
-    if (!modality.empty()) set(dict, "0008|0060", modality);
+    set(dict, "0008|0060", modality);
     // Values are stored in the image's units (HU for CT) directly.
     set(dict, "0028|1052", "0");
     set(dict, "0028|1053", "1");

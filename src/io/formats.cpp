@@ -103,6 +103,12 @@ PixelType output_pixel_type(const ImageInfo& source, Format format, bool float_o
       // DICOM CT stores 8- or 16-bit integers; anything else becomes int16 (rounded, clamped).
       if (in == PixelType::UInt8 || in == PixelType::UInt16 || in == PixelType::Int16) return in;
       return PixelType::Int16;
+    case Format::Tiff:
+      // TIFF holds 8/16-bit integers and float32: wider types become float32 (exact below 2^24).
+      if (float_output || in == PixelType::Int32 || in == PixelType::UInt32 || in == PixelType::Float64) {
+        return PixelType::Float32;
+      }
+      return in;
     default:
       return float_output ? PixelType::Float32 : in;
   }

@@ -9,12 +9,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <cstdint>
 #include <cstring>
 #include <algorithm>
 #include <random>
 #include <sstream>
 #include <string>
+#include <unistd.h>
 
 namespace testing_util {
 
@@ -94,6 +96,44 @@ template <class F>
   }
   return ::testing::AssertionFailure() << "did not throw";
 }
+
+// A fresh folder under the system temp dir, removed with everything in it.
+class TempDir {
+ public:
+  TempDir() {
+    static int counter = 0;
+    path_ = std::filesystem::temp_directory_path() /
+            ("ctdenoise-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// Names in `dir` (not recursive), sorted: to check that failures leave nothing behind.
+inline std::vector<std::string> entries(const std::filesystem::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// The shared real-data folder (../shared/data), or empty when it is not there.
+inline std::filesystem::path shared_data() {
+  const std::filesystem::path dir = CTD_TEST_DATA_DIR;
+  return std::filesystem::is_directory(dir) ? dir : std::filesystem::path();
+}
+
+#define CTD_REQUIRE_SHARED_DATA()                                                                    \
+  if (testing_util::shared_data().empty()) GTEST_SKIP() << "no real CT data at " CTD_TEST_DATA_DIR
 
 // Test name from a parameter's `name` field, for INSTANTIATE_TEST_SUITE_P.
 struct CaseName {

@@ -1,0 +1,304 @@
+// Round trips through every writable format, pixel-type rules, and the error cases of reading
+// and writing, on synthetic volumes.
+
+#include "common/test_util.hpp"
+
+#include <ctdenoise/io.hpp>
+
+#include <fstream>
+
+namespace {
+
+namespace fs = std::filesystem;
+using ctd::ErrorKind;
+using ctd::io::Format;
+using ctd::io::PixelType;
+using testing_util::TempDir;
+using testing_util::throws_kind;
+
+// Integer values (exact in every type that holds them) with a prime-period pattern.
+ctd::Volume pattern(ctd::Dims dims, double lo, double hi) {
+  ctd::Volume v(dims);
+  for (std::int64_t i = 0; i < v.size(); ++i) v.data()[i] = static_cast<float>(lo + double((i * 37) % 113) / 112.0 * (hi - lo));
+  for (std::int64_t i = 0; i < v.size(); ++i) v.data()[i] = std::round(v.data()[i]);
+  v.geometry.spacing = {0.7, 0.9, 2.5};
+  v.geometry.origin = {-120.5, 33.25, 7.0};
+  return v;
+}
+
+ctd::io::ImageInfo info_of(PixelType type) {
+  ctd::io::ImageInfo info;
+  info.pixel_type = type;
+  return info;
+}
+
+void expect_same_voxels(const ctd::Volume& a, const ctd::Volume& b) {
+  ASSERT_EQ(a.dims(), b.dims());
+  for (std::int64_t i = 0; i < a.size(); ++i) ASSERT_EQ(a.data()[i], b.data()[i]) << "voxel " << i;
+}
+
+struct RoundTrip {
+  const char* name;
+  const char* file;
+  PixelType type;
+  ctd::Dims dims;
+  double lo, hi;
+  bool keeps_geometry;
+};
+
+const RoundTrip kRoundTrips[] = {
+    {"nifti_gz_int16", "v.nii.gz", PixelType::Int16, {13, 7, 5}, -1024, 3000, true},
+    {"nifti_float32", "v.nii", PixelType::Float32, {6, 5, 4}, -5, 5, true},
+    {"nifti_int32", "v.nii.gz", PixelType::Int32, {5, 4, 3}, -100000, 100000, true},
+    {"nifti_2d_uint8", "v.nii", PixelType::UInt8, {9, 8, 1}, 0, 255, true},
+    {"mha_uint16", "v.mha", PixelType::UInt16, {11, 3, 4}, 0, 65535, true},
+    {"mhd_int16", "v.mhd", PixelType::Int16, {7, 6, 5}, -2000, 2000, true},
+    {"nrrd_float64", "v.nrrd", PixelType::Float64, {5, 5, 5}, -1, 1, true},
+    {"nrrd_int8", "v.nrrd", PixelType::Int8, {5, 6, 2}, -128, 127, true},
+    {"tiff_stack_int16", "v.tif", PixelType::Int16, {10, 9, 6}, -1024, 2000, false},
+    {"tiff_2d_uint16", "v.tiff", PixelType::UInt16, {10, 9, 1}, 0, 4095, false},
+    {"tiff_2d_uint8", "v.tif", PixelType::UInt8, {10, 9, 1}, 0, 255, false},
+    {"tiff_float32", "v.tif", PixelType::Float32, {4, 5, 3}, -3, 3, false},
+    {"png_uint16", "v.png", PixelType::UInt16, {12, 7, 1}, 0, 65535, false},
+    {"png_uint8", "v.png", PixelType::UInt8, {12, 7, 1}, 0, 255, false},
+    {"dicom_file_int16", "v.dcm", PixelType::Int16, {16, 12, 1}, -1024, 3071, true},
+    {"dicom_series_int16", "series", PixelType::Int16, {16, 12, 4}, -1024, 3071, true},
+    {"dicom_series_uint16", "series", PixelType::UInt16, {9, 8, 3}, 0, 4095, true},
+};
+
+class IoRoundTrip : public ::testing::TestWithParam<RoundTrip> {};
+
+TEST_P(IoRoundTrip, KeepsVoxelsTypeAndGeometry) {
+  const RoundTrip& c = GetParam();
+  TempDir dir;
+  const ctd::Volume v = pattern(c.dims, c.lo, c.hi);
+  const auto written = ctd::io::write_image(v, info_of(c.type), dir / c.file);
+  EXPECT_EQ(written.pixel_type, c.type);
+  EXPECT_EQ(written.clamped_voxels, 0);
+  const auto back = ctd::io::read_image(dir / c.file);
+  EXPECT_EQ(back.info.pixel_type, c.type);
+  expect_same_voxels(v, back.volume);
+  if (c.keeps_geometry) {
+    for (int i = 0; i < 2; ++i) EXPECT_NEAR(back.volume.geometry.spacing[i], v.geometry.spacing[i], 1e-5) << i;
+    if (c.dims.nz > 1) {
+      EXPECT_NEAR(back.volume.geometry.spacing[2], v.geometry.spacing[2], 1e-5);
+    }
+    for (int i = 0; i < 3; ++i) EXPECT_NEAR(back.volume.geometry.origin[i], v.geometry.origin[i], 1e-4) << i;
+  }
+  std::vector<std::string> expected{c.file};
+  if (expected[0] == "v.mhd") expected.push_back("v.raw");
+  EXPECT_EQ(testing_util::entries(dir.path()), expected) << "only the output (and no temporary) is left";
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, IoRoundTrip, ::testing::ValuesIn(kRoundTrips), testing_util::case_name);
+
+TEST(Io, MetaImageHeaderPointsAtItsDataFile) {
+  TempDir dir;
+  const ctd::Volume v = pattern({5, 4, 3}, 0, 100);
+  const auto written = ctd::io::write_image(v, info_of(PixelType::UInt8), dir / "v.mhd");
+  EXPECT_EQ(testing_util::entries(dir.path()), (std::vector<std::string>{"v.mhd", "v.raw"}));
+  EXPECT_EQ(written.files.back().filename(), "v.mhd");
+  expect_same_voxels(v, ctd::io::read_image(dir / "v.mhd").volume);
+}
+
+TEST(Io, KeepsAnOrientedDirection) {
+  TempDir dir;
+  ctd::Volume v = pattern({6, 5, 4}, -100, 100);
+  const double c = std::cos(0.3), s = std::sin(0.3);
+  v.geometry.direction = {c, -s, 0, s, c, 0, 0, 0, 1};
+  for (const char* file : {"o.nii.gz", "o.mha", "o.nrrd", "series"}) {
+    const auto back = ctd::io::read_image((ctd::io::write_image(v, info_of(PixelType::Int16), dir / file), dir / file));
+    for (int i = 0; i < 9; ++i) EXPECT_NEAR(back.volume.geometry.direction[i], v.geometry.direction[i], 1e-5) << file << " " << i;
+  }
+}
+
+TEST(Io, RoundsAndClampsIntoTheOutputType) {
+  TempDir dir;
+  ctd::Volume v({6, 1, 1});
+  const float values[] = {1.4f, 1.6f, -2.0f, 70000.0f, 65535.4f, 2.5f};
+  std::copy(std::begin(values), std::end(values), v.data());
+  const auto written = ctd::io::write_image(v, info_of(PixelType::UInt16), dir / "c.nrrd");
+  EXPECT_EQ(written.clamped_voxels, 2);
+  const auto back = ctd::io::read_image(dir / "c.nrrd").volume;
+  const float expected[] = {1, 2, 0, 65535, 65535, 2};  // round half to even
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(back.data()[i], expected[i]) << i;
+}
+
+TEST(Io, FloatOutputOnRequest) {
+  TempDir dir;
+  ctd::Volume v = pattern({4, 4, 2}, 0, 10);
+  v.data()[3] = 0.25f;
+  ctd::io::WriteOptions options;
+  options.float_output = true;
+  EXPECT_EQ(ctd::io::write_image(v, info_of(PixelType::Int16), dir / "f.nii", options).pixel_type, PixelType::Float32);
+  expect_same_voxels(v, ctd::io::read_image(dir / "f.nii").volume);
+}
+
+TEST(Io, PixelTypeRulesPerFormat) {
+  using ctd::io::output_pixel_type;
+  EXPECT_EQ(output_pixel_type(info_of(PixelType::Int32), Format::DicomSeries, false), PixelType::Int16);
+  EXPECT_EQ(output_pixel_type(info_of(PixelType::UInt16), Format::Dicom, false), PixelType::UInt16);
+  EXPECT_EQ(output_pixel_type(info_of(PixelType::Int32), Format::Tiff, false), PixelType::Float32);
+  EXPECT_EQ(output_pixel_type(info_of(PixelType::Int32), Format::Nifti, false), PixelType::Int32);
+  EXPECT_TRUE(throws_kind([] { output_pixel_type(info_of(PixelType::Int16), Format::Png, false); }, ErrorKind::Unsupported));
+  EXPECT_TRUE(throws_kind([] { output_pixel_type(info_of(PixelType::Int16), Format::Dicom, true); }, ErrorKind::Unsupported));
+}
+
+TEST(Io, OutputFormatFromName) {
+  EXPECT_EQ(ctd::io::output_format("a/b.NII.GZ"), Format::Nifti);
+  EXPECT_EQ(ctd::io::output_format("b.mha"), Format::MetaImage);
+  EXPECT_EQ(ctd::io::output_format("b.nhdr"), Format::Nrrd);
+  EXPECT_EQ(ctd::io::output_format("b.TIFF"), Format::Tiff);
+  EXPECT_EQ(ctd::io::output_format("out_series"), Format::DicomSeries);
+  EXPECT_TRUE(throws_kind([] { ctd::io::output_format("b.jpg"); }, ErrorKind::Unsupported));
+}
+
+TEST(Io, RawRoundTripBothByteOrders) {
+  TempDir dir;
+  const ctd::Volume v = pattern({7, 5, 3}, -30000, 30000);
+  for (auto order : {ctd::io::ByteOrder::Little, ctd::io::ByteOrder::Big}) {
+    ctd::io::RawLayout layout{v.dims(), PixelType::Int16, order, {0.5, 0.5, 2.0}, 0};
+    ctd::io::ImageInfo info = info_of(PixelType::Int16);
+    info.raw = layout;
+    const fs::path file = dir / (order == ctd::io::ByteOrder::Big ? "be.raw" : "le.raw");
+    ctd::io::write_image(v, info, file);
+    ctd::io::ReadOptions options;
+    options.raw = layout;
+    const auto back = ctd::io::read_image(file, options);
+    expect_same_voxels(v, back.volume);
+    EXPECT_EQ(back.volume.geometry.spacing[2], 2.0);
+  }
+  // Same bytes read in the other order are different values: the order is really applied.
+  ctd::io::ReadOptions swapped;
+  swapped.raw = ctd::io::RawLayout{v.dims(), PixelType::Int16, ctd::io::ByteOrder::Big, {1, 1, 1}, 0};
+  EXPECT_NE(ctd::io::read_image(dir / "le.raw", swapped).volume.data()[1], v.data()[1]);
+}
+
+TEST(Io, RawWithHeaderSkipsIt) {
+  TempDir dir;
+  std::ofstream(dir / "h.raw", std::ios::binary).write("HEADER\x01\x00\x02\x00", 10);
+  ctd::io::ReadOptions options;
+  options.raw = ctd::io::RawLayout{{2, 1, 1}, PixelType::UInt16, ctd::io::ByteOrder::Little, {1, 1, 1}, 6};
+  const auto back = ctd::io::read_image(dir / "h.raw", options);
+  EXPECT_EQ(back.volume.data()[0], 1);
+  EXPECT_EQ(back.volume.data()[1], 2);
+}
+
+// ---- errors ----------------------------------------------------------------------------------
+
+TEST(IoErrors, MissingEmptyTruncatedAndGarbageInputs) {
+  TempDir dir;
+  EXPECT_TRUE(throws_kind([&] { ctd::io::read_image(dir / "nope.nii"); }, ErrorKind::Io));
+  std::ofstream(dir / "empty.nii").close();
+  EXPECT_TRUE(throws_kind([&] { ctd::io::read_image(dir / "empty.nii"); }, ErrorKind::Io));
+  std::ofstream(dir / "garbage.nii") << std::string(1000, 'x');
+  EXPECT_TRUE(throws_kind([&] { ctd::io::read_image(dir / "garbage.nii"); }, ErrorKind::Io));
+  std::ofstream(dir / "garbage.dat") << std::string(1000, 'x');
+  EXPECT_TRUE(throws_kind([&] { ctd::io::read_image(dir / "garbage.dat"); }, ErrorKind::Io));
+
+  // A real file cut short.
+  for (const char* name : {"t.nii", "t.nii.gz", "t.nrrd", "t.dcm", "t.png", "t.tif"}) {
+    const ctd::Volume v = pattern({32, 32, 1}, 0, 255);
+    ctd::io::write_image(v, info_of(PixelType::UInt8), dir / name);
+    fs::resize_file(dir / name, fs::file_size(dir / name) * 2 / 3);
+    EXPECT_TRUE(throws_kind([&] { ctd::io::read_image(dir / name); }, ErrorKind::Io)) << "truncated " << name;
+  }
+}
+
+TEST(IoErrors, RawLayoutProblems) {
+  TempDir dir;
+  std::ofstream(dir / "r.raw", std::ios::binary) << std::string(100, '\1');
+  EXPECT_TRUE(throws_kind([&] { ctd::io::read_image(dir / "r.raw"); }, ErrorKind::InvalidArgument));
+  ctd::io::ReadOptions options;
+  options.raw = ctd::io::RawLayout{{10, 10, 1}, PixelType::UInt16, ctd::io::ByteOrder::Little, {1, 1, 1}, 0};
+  EXPECT_TRUE(throws_kind([&] { ctd::io::read_image(dir / "r.raw", options); }, ErrorKind::Io));  // 100 != 200 bytes
+  options.raw->dims = {0, 10, 1};
+  EXPECT_TRUE(throws_kind([&] { ctd::io::read_image(dir / "r.raw", options); }, ErrorKind::InvalidArgument));
+  EXPECT_TRUE(throws_kind([] { ctd::io::pixel_type_from_string("int64"); }, ErrorKind::InvalidArgument));
+}
+
+TEST(IoErrors, ColourImagesAreUnsupported) {
+  TempDir dir;
+  const unsigned char rgb_png[] = {
+      0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52, 0x00, 0x00, 0x00,
+      0x02, 0x00, 0x00, 0x00, 0x02, 0x08, 0x02, 0x00, 0x00, 0x00, 0xfd, 0xd4, 0x9a, 0x73, 0x00, 0x00, 0x00, 0x10, 0x49,
+      0x44, 0x41, 0x54, 0x78, 0x9c, 0x63, 0xe0, 0x12, 0x91, 0x03, 0x22, 0x06, 0x08, 0x05, 0x00, 0x06, 0x4e, 0x00, 0xf1,
+      0x38, 0x63, 0x32, 0x81, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82};
+  std::ofstream(dir / "rgb.png", std::ios::binary).write(reinterpret_cast<const char*>(rgb_png), sizeof rgb_png);
+  EXPECT_TRUE(throws_kind([&] { ctd::io::read_image(dir / "rgb.png"); }, ErrorKind::Unsupported));
+}
+
+TEST(IoErrors, NeverOverwritesWithoutPermission) {
+  TempDir dir;
+  const ctd::Volume a = pattern({4, 4, 2}, 0, 10), b = pattern({4, 4, 2}, 20, 30);
+  ctd::io::write_image(a, info_of(PixelType::Int16), dir / "x.nii.gz");
+  EXPECT_TRUE(throws_kind([&] { ctd::io::write_image(b, info_of(PixelType::Int16), dir / "x.nii.gz"); }, ErrorKind::Io));
+  expect_same_voxels(a, ctd::io::read_image(dir / "x.nii.gz").volume);
+  ctd::io::WriteOptions overwrite;
+  overwrite.overwrite = true;
+  ctd::io::write_image(b, info_of(PixelType::Int16), dir / "x.nii.gz", overwrite);
+  expect_same_voxels(b, ctd::io::read_image(dir / "x.nii.gz").volume);
+  // A DICOM series folder is replaced as a whole.
+  ctd::io::write_image(a, info_of(PixelType::Int16), dir / "s");
+  EXPECT_TRUE(throws_kind([&] { ctd::io::write_image(b, info_of(PixelType::Int16), dir / "s"); }, ErrorKind::Io));
+  ctd::io::write_image(b, info_of(PixelType::Int16), dir / "s", overwrite);
+  expect_same_voxels(b, ctd::io::read_image(dir / "s").volume);
+  EXPECT_EQ(testing_util::entries(dir.path()), (std::vector<std::string>{"s", "x.nii.gz"}));
+}
+
+TEST(IoErrors, UnwritableOutputsFailBeforeWritingAnything) {
+  TempDir dir;
+  const ctd::Volume v3 = pattern({4, 4, 2}, 0, 10), v2 = pattern({4, 4, 1}, 0, 10);
+  EXPECT_TRUE(throws_kind([&] { ctd::io::write_image(v2, info_of(PixelType::Int16), dir / "missing" / "x.nii"); }, ErrorKind::Io));
+  EXPECT_TRUE(throws_kind([&] { ctd::io::write_image(v3, info_of(PixelType::UInt8), dir / "x.png"); }, ErrorKind::Unsupported));
+  EXPECT_TRUE(throws_kind([&] { ctd::io::write_image(v3, info_of(PixelType::Int16), dir / "x.dcm"); }, ErrorKind::Unsupported));
+  EXPECT_TRUE(throws_kind([&] { ctd::io::write_image(v2, info_of(PixelType::Int16), dir / "x.png"); }, ErrorKind::Unsupported));
+  EXPECT_TRUE(throws_kind([&] { ctd::io::write_image(v2, info_of(PixelType::Int16), dir / "x.jpg"); }, ErrorKind::Unsupported));
+  std::ofstream(dir / "file").close();
+  EXPECT_TRUE(throws_kind([&] { ctd::io::write_image(v2, info_of(PixelType::Int16), dir / "file" / "x.nii"); }, ErrorKind::Io));
+  EXPECT_EQ(testing_util::entries(dir.path()), std::vector<std::string>{"file"});
+}
+
+TEST(IoErrors, DicomFoldersWithoutImagesOrWithSeveralSeries) {
+  TempDir dir;
+  fs::create_directory(dir / "empty");
+  std::ofstream(dir / "empty" / "README.txt") << "not dicom";
+  EXPECT_TRUE(throws_kind([&] { ctd::io::read_image(dir / "empty"); }, ErrorKind::Io));
+
+  // Two series written by ctdenoise (each gets its own Series Instance UID) in one folder.
+  ctd::io::write_image(pattern({8, 8, 3}, 0, 100), info_of(PixelType::Int16), dir / "a");
+  ctd::io::write_image(pattern({6, 6, 2}, 0, 100), info_of(PixelType::Int16), dir / "b");
+  fs::create_directory(dir / "mixed");
+  for (const char* s : {"a", "b"})
+    for (const auto& f : fs::directory_iterator(dir / s)) fs::copy_file(f.path(), dir / "mixed" / (std::string(s) + f.path().filename().string()));
+  try {
+    ctd::io::read_image(dir / "mixed");
+    FAIL() << "no throw";
+  } catch (const ctd::Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("2 DICOM series"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("(3 files)"), std::string::npos) << e.what();
+  }
+  const std::string uid_a = ctd::io::read_image(dir / "a").info.attributes.at("SeriesInstanceUID");
+  ctd::io::ReadOptions pick;
+  pick.series_uid = uid_a;
+  EXPECT_EQ(ctd::io::read_image(dir / "mixed", pick).volume.dims(), (ctd::Dims{8, 8, 3}));
+  pick.series_uid = "9.9.9";
+  EXPECT_TRUE(throws_kind([&] { ctd::io::read_image(dir / "mixed", pick); }, ErrorKind::InvalidArgument));
+}
+
+TEST(IoSideOutputs, TextAndPngAreAtomicAndRespectOverwrite) {
+  TempDir dir;
+  ctd::io::write_text_file("{}\n", dir / "r.json", false);
+  EXPECT_TRUE(throws_kind([&] { ctd::io::write_text_file("x", dir / "r.json", false); }, ErrorKind::Io));
+  ctd::io::write_text_file("{\"a\": 1}\n", dir / "r.json", true);
+  std::ifstream in(dir / "r.json");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "{\"a\": 1}\n");
+  ctd::io::write_gray8_png(std::vector<std::uint8_t>(6, 200), 3, 2, dir / "p.png", false);
+  const auto back = ctd::io::read_image(dir / "p.png");
+  EXPECT_EQ(back.volume.dims(), (ctd::Dims{3, 2, 1}));
+  EXPECT_EQ(back.volume.data()[5], 200);
+  EXPECT_EQ(testing_util::entries(dir.path()), (std::vector<std::string>{"p.png", "r.json"}));
+}
+
+}  // namespace

@@ -1,0 +1,190 @@
+// Every file of ../shared/data that ctdenoise should read, checked against what its MANIFEST
+// says (size, spacing, HU range), plus lossless/lossy DICOM syntaxes and a filter on real CT.
+
+#include "common/test_util.hpp"
+
+#include <ctdenoise/ctdenoise.hpp>
+#include <ctdenoise/io.hpp>
+
+#include <zlib.h>
+
+#include <fstream>
+
+namespace {
+
+namespace fs = std::filesystem;
+using ctd::io::PixelType;
+using testing_util::TempDir;
+
+fs::path data(const std::string& relative) { return testing_util::shared_data() / relative; }
+
+std::pair<float, float> range(const ctd::Volume& v) {
+  const auto [lo, hi] = std::minmax_element(v.data(), v.data() + v.size());
+  return {*lo, *hi};
+}
+
+double max_abs_diff(const ctd::Volume& a, const ctd::Volume& b) {
+  double m = 0;
+  for (std::int64_t i = 0; i < a.size(); ++i) m = std::max(m, double(std::fabs(a.data()[i] - b.data()[i])));
+  return m;
+}
+
+TEST(RealData, Wg04LosslessSyntaxesDecodeIdenticallyInHu) {
+  CTD_REQUIRE_SHARED_DATA();
+  const auto ref = ctd::io::read_image(data("dicom_wg04_ct1_ge/CT1_UNC.dcm"));
+  EXPECT_EQ(ref.volume.dims(), (ctd::Dims{512, 512, 1}));
+  EXPECT_NEAR(ref.volume.geometry.spacing[0], 0.661468, 1e-6);
+  // Stored -2000..2278 with intercept -1024: padding at -3024 HU.
+  EXPECT_EQ(range(ref.volume), (std::pair<float, float>{-3024, 1254}));
+  EXPECT_EQ(ref.info.attributes.at("PatientName"), "CompressedSamples^CT1");
+  for (const char* name : {"CT1_RLE.dcm", "CT1_JPLL.dcm", "CT1_JLSL.dcm", "CT1_J2KR.dcm"}) {
+    const auto other = ctd::io::read_image(data(std::string("dicom_wg04_ct1_ge/") + name));
+    ASSERT_EQ(other.volume.dims(), ref.volume.dims()) << name;
+    EXPECT_EQ(max_abs_diff(other.volume, ref.volume), 0.0) << name;
+  }
+  EXPECT_LE(max_abs_diff(ctd::io::read_image(data("dicom_wg04_ct1_ge/CT1_JLSN.dcm")).volume, ref.volume), 4.0);
+  EXPECT_GT(max_abs_diff(ctd::io::read_image(data("dicom_wg04_ct1_ge/CT1_J2KI.dcm")).volume, ref.volume), 0.0);
+}
+
+TEST(RealData, CtSmallIsACropOfCt1) {
+  CTD_REQUIRE_SHARED_DATA();
+  const auto small = ctd::io::read_image(data("dicom_pydicom_ct_small/CT_small.dcm")).volume;
+  const auto full = ctd::io::read_image(data("dicom_wg04_ct1_ge/CT1_UNC.dcm")).volume;
+  ASSERT_EQ(small.dims(), (ctd::Dims{128, 128, 1}));
+  EXPECT_EQ(range(small), (std::pair<float, float>{128 - 1024, 2191 - 1024}));
+  for (int y = 0; y < 128; ++y)
+    for (int x = 0; x < 128; ++x) ASSERT_EQ(small.view()(x, y, 0), full.view()(192 + x, 300 + y, 0)) << x << "," << y;
+}
+
+TEST(RealData, SiemensSeriesSortedAndIdenticalAcrossSyntaxes) {
+  CTD_REQUIRE_SHARED_DATA();
+  const auto j2k = ctd::io::read_image(data("dicom_series_siemens_biograph_mct_20slices/original_jpeg2000_lossless"));
+  const auto unc = ctd::io::read_image(data("dicom_series_siemens_biograph_mct_20slices/uncompressed_derived"));
+  EXPECT_EQ(j2k.volume.dims(), (ctd::Dims{512, 512, 20}));
+  EXPECT_EQ(j2k.info.file_count, 20u);
+  EXPECT_NEAR(j2k.volume.geometry.spacing[0], 0.9765625, 1e-6);
+  EXPECT_NEAR(j2k.volume.geometry.spacing[2], 2.0, 1e-6);
+  EXPECT_NEAR(j2k.volume.geometry.origin[2], -804.5, 1e-6);  // lowest slice first
+  EXPECT_EQ(range(j2k.volume), (std::pair<float, float>{-1024, 1839}));
+  EXPECT_EQ(max_abs_diff(j2k.volume, unc.volume), 0.0);
+}
+
+TEST(RealData, CatphanSlice) {
+  CTD_REQUIRE_SHARED_DATA();
+  const auto cat = ctd::io::read_image(data("dicom_catphan_philips_brilliance64/dicom_file01.dcm"));
+  EXPECT_EQ(cat.volume.dims(), (ctd::Dims{512, 512, 1}));
+  EXPECT_NEAR(cat.volume.geometry.spacing[0], 0.580078, 1e-6);
+  const auto [lo, hi] = range(cat.volume);
+  EXPECT_GE(lo, -1024);  // unsigned stored values, intercept -1024
+  EXPECT_LE(hi, 4095 - 1024);
+  EXPECT_EQ(cat.info.attributes.at("Modality"), "CT");
+}
+
+TEST(RealData, NiftiExamples) {
+  CTD_REQUIRE_SHARED_DATA();
+  const auto ct = ctd::io::read_image(data("nifti_totalseg_example_ct/example_ct.nii.gz"));
+  EXPECT_EQ(ct.volume.dims(), (ctd::Dims{122, 101, 112}));
+  EXPECT_EQ(ct.info.pixel_type, PixelType::Int32);
+  EXPECT_NEAR(ct.volume.geometry.spacing[2], 3.0, 1e-6);
+  EXPECT_EQ(range(ct.volume), (std::pair<float, float>{-1207, 3382}));
+  const auto sm = ctd::io::read_image(data("nifti_totalseg_example_ct/example_ct_sm.nii.gz"));
+  EXPECT_EQ(sm.volume.dims(), (ctd::Dims{122, 101, 30}));
+  EXPECT_EQ(sm.info.pixel_type, PixelType::Int16);
+  EXPECT_EQ(range(sm.volume), (std::pair<float, float>{-1100, 1207}));
+}
+
+TEST(RealData, FullHeadPng16) {
+  CTD_REQUIRE_SHARED_DATA();
+  const auto png = ctd::io::read_image(data("fullhead15_vtk/fullhead15.png"));
+  EXPECT_EQ(png.volume.dims(), (ctd::Dims{256, 256, 1}));
+  EXPECT_EQ(png.info.pixel_type, PixelType::UInt16);
+  EXPECT_EQ(range(png.volume), (std::pair<float, float>{0, 3714}));
+}
+
+// Concatenates numbered slice files (prefix.1 ... prefix.n) into one raw file.
+fs::path concatenate(const fs::path& folder, const std::string& prefix, int n, const fs::path& out) {
+  std::ofstream dst(out, std::ios::binary);
+  for (int i = 1; i <= n; ++i) {
+    std::ifstream src(folder / (prefix + "." + std::to_string(i)), std::ios::binary);
+    dst << src.rdbuf();
+  }
+  return out;
+}
+
+TEST(RealData, CtHeadBigEndianRaw) {
+  CTD_REQUIRE_SHARED_DATA();
+  TempDir dir;
+  const fs::path raw = concatenate(data("cthead_stanford"), "CThead", 113, dir / "cthead.raw");
+  ctd::io::ReadOptions options;
+  options.raw = ctd::io::RawLayout{{256, 256, 113}, PixelType::UInt16, ctd::io::ByteOrder::Big, {1, 1, 2}, 0};
+  const auto head = ctd::io::read_image(raw, options);
+  EXPECT_EQ(range(head.volume), (std::pair<float, float>{0, 3272}));
+  options.raw->byte_order = ctd::io::ByteOrder::Little;  // the MANIFEST's byte-order check
+  EXPECT_EQ(range(ctd::io::read_image(raw, options).volume).second, 65291);
+}
+
+TEST(RealData, HeadsqNrrdHeaderIsRefusedClearlyAndItsSlicesReadAsRaw) {
+  CTD_REQUIRE_SHARED_DATA();
+  try {
+    ctd::io::read_image(data("headsq_vtk/quarter.nhdr"));
+    FAIL() << "ITK accepted the header that mixes space: and spacings:";
+  } catch (const ctd::Error& e) {
+    EXPECT_EQ(e.kind(), ctd::ErrorKind::Io);
+    EXPECT_NE(std::string(e.what()).find("spacing"), std::string::npos) << e.what();
+  }
+  TempDir dir;
+  const fs::path raw = concatenate(data("headsq_vtk"), "quarter", 93, dir / "headsq.raw");
+  ctd::io::ReadOptions options;
+  options.raw = ctd::io::RawLayout{{64, 64, 93}, PixelType::Int16, ctd::io::ByteOrder::Little, {3.2, 3.2, 1.5}, 0};
+  EXPECT_EQ(range(ctd::io::read_image(raw, options).volume), (std::pair<float, float>{0, 3926}));
+}
+
+TEST(RealData, BonsaiUint8Volume) {
+  CTD_REQUIRE_SHARED_DATA();
+  TempDir dir;
+  gzFile gz = gzopen(data("bonsai_volvis/bonsai_256x256x256_uint8.raw.gz").c_str(), "rb");
+  ASSERT_NE(gz, nullptr);
+  std::vector<char> bytes(256u * 256u * 256u);
+  ASSERT_EQ(gzread(gz, bytes.data(), unsigned(bytes.size())), int(bytes.size()));
+  gzclose(gz);
+  std::ofstream(dir / "bonsai.raw", std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
+  ctd::io::ReadOptions options;
+  options.raw = ctd::io::RawLayout{{256, 256, 256}, PixelType::UInt8, ctd::io::ByteOrder::Little, {1, 1, 1}, 0};
+  const auto bonsai = ctd::io::read_image(dir / "bonsai.raw", options);
+  const auto zeros = std::count(bonsai.volume.data(), bonsai.volume.data() + bonsai.volume.size(), 0.0f);
+  EXPECT_GT(double(zeros) / double(bonsai.volume.size()), 0.7);  // "about 80% of voxels are 0"
+  EXPECT_GT(range(bonsai.volume).second, 100);
+}
+
+TEST(RealData, FiltersOnRealCtMatchTheReference) {
+  CTD_REQUIRE_SHARED_DATA();
+  const auto small = ctd::io::read_image(data("dicom_pydicom_ct_small/CT_small.dcm")).volume;
+  ctd::Volume crop({37, 29, 1});  // odd crop across tissue edges
+  for (int y = 0; y < 29; ++y)
+    for (int x = 0; x < 37; ++x) crop.view()(x, y, 0) = small.view()(40 + x, 50 + y, 0);
+  ctd::Volume out(crop.dims());
+
+  ctd::NlmParams nlm;
+  nlm.h = 25;
+  nlm.search_radius = 4;
+  nlm.patch_radius = 2;
+  ctd::nlm(crop.view(), out.view(), nlm);
+  ref::NlmSettings s;
+  s.h = 25;
+  s.search_radius = 4;
+  s.patch_radius = 2;
+  auto cmp = testing_util::compare(out, ref::nlm(testing_util::to_ref(crop), s));
+  EXPECT_LE(cmp.relative_l2, 1e-6) << cmp.where(crop.dims());
+
+  ctd::BilateralParams bf;
+  bf.sigma_spatial = 1.5f;
+  bf.sigma_range = 40;
+  ctd::bilateral(crop.view(), out.view(), bf);
+  ref::BilateralSettings b;
+  b.sigma_spatial = 1.5;
+  b.sigma_range = 40;
+  cmp = testing_util::compare(out, ref::bilateral(testing_util::to_ref(crop), b));
+  EXPECT_LE(cmp.relative_l2, 1e-6) << cmp.where(crop.dims());
+}
+
+}  // namespace
