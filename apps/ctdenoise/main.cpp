@@ -40,6 +40,10 @@ int main(int argc, char** argv) {
                "(non-local means, bilateral filter)"};
   app.set_version_flag("--version", CTD_VERSION);
   app.require_subcommand(1);
+  // Parse errors on one line, like every other error.
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return fmt::format("ctdenoise: invalid argument: {} (see --help)\n", e.what());
+  });
 
   InputOptions input;
   RunOptions run;

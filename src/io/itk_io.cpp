@@ -87,45 +87,54 @@ PixelType pixel_type_of(itk::IOComponentEnum component, const fs::path& path) {
 
 namespace {
 
-// ITK's NIfTI reader accepts a file whose voxel data is cut short (it fills in what is
-// missing), so check the data length ourselves. zlib reads plain and gzipped files alike.
-void check_nifti_complete(const fs::path& path, std::uint64_t voxel_bytes) {
+// ITK's NIfTI reader accepts a file whose voxel data is cut short, and its NIfTI library turns
+// NaN and infinite floats into 0 without a word. Both would go unnoticed, so read the file once
+// more (zlib reads plain and gzipped files alike) to check its length and its float values.
+void check_nifti(const fs::path& path, itk::IOComponentEnum component, std::uint64_t voxel_bytes) {
   gzFile file = gzopen(path.c_str(), "rb");
   if (!file) fail(ErrorKind::Io, fmt::format("cannot open {}", quoted(path)));
-  std::vector<char> buffer(1 << 16);
-  std::uint64_t total = 0;
-  std::array<unsigned char, 544> header{};
+  std::vector<char> bytes;
+  std::vector<char> buffer(1 << 20);
   int got;
-  while ((got = gzread(file, buffer.data(), unsigned(buffer.size()))) > 0) {
-    if (total < header.size()) {
-      std::memcpy(header.data() + total, buffer.data(), std::min<std::size_t>(header.size() - total, std::size_t(got)));
-    }
-    total += std::uint64_t(got);
-  }
+  while ((got = gzread(file, buffer.data(), unsigned(buffer.size()))) > 0) bytes.insert(bytes.end(), buffer.data(), buffer.data() + got);
   int zerr = Z_OK;
   const std::string zmessage = gzerror(file, &zerr);
   gzclose(file);
-  if (got < 0 || (zerr != Z_OK && zerr != Z_STREAM_END)) {
+  if (got < 0 || (zerr != Z_OK && zerr != Z_STREAM_END) || bytes.size() < 348) {
     fail(ErrorKind::Io, fmt::format("cannot read {}: {} (truncated or corrupt file)", quoted(path), zmessage));
   }
   // vox_offset: a float at byte 108 (NIfTI-1, 348-byte header) or an int64 at byte 168 (NIfTI-2).
   std::int32_t sizeof_hdr;
-  std::memcpy(&sizeof_hdr, header.data(), 4);
+  std::memcpy(&sizeof_hdr, bytes.data(), 4);
   const bool swapped = sizeof_hdr != 348 && sizeof_hdr != 540;
   auto load = [&](std::size_t offset, auto value) {
-    std::memcpy(&value, header.data() + offset, sizeof value);
+    std::memcpy(&value, bytes.data() + offset, sizeof value);
     if (swapped) {
-      auto* bytes = reinterpret_cast<unsigned char*>(&value);
-      std::reverse(bytes, bytes + sizeof value);
+      auto* b = reinterpret_cast<unsigned char*>(&value);
+      std::reverse(b, b + sizeof value);
     }
     return value;
   };
-  const std::int32_t size = swapped ? load(0, std::int32_t{}) : sizeof_hdr;
-  const double offset = size == 540 ? double(load(168, std::int64_t{})) : double(load(108, float{}));
-  const double need = std::max(offset, double(size)) + double(voxel_bytes);
-  if (double(total) < need) {
+  const std::int32_t header_size = swapped ? load(0, std::int32_t{}) : sizeof_hdr;
+  const double offset = header_size == 540 && bytes.size() >= 540 ? double(load(168, std::int64_t{}))
+                                                                    : double(load(108, float{}));
+  const auto start = static_cast<std::uint64_t>(std::max(offset, double(header_size)));
+  if (bytes.size() < start + voxel_bytes) {
     fail(ErrorKind::Io, fmt::format("{} is truncated: its voxel data needs {} bytes, the file holds {}", quoted(path),
-                                    std::uint64_t(need), total));
+                                    start + voxel_bytes, bytes.size()));
+  }
+  std::uint64_t bad = 0;
+  auto count = [&](auto zero) {
+    using T = decltype(zero);
+    for (std::uint64_t at = start; at + sizeof(T) <= start + voxel_bytes; at += sizeof(T)) {
+      bad += std::isfinite(load(at, T{})) ? 0 : 1;
+    }
+  };
+  if (component == itk::IOComponentEnum::FLOAT) count(float{});
+  if (component == itk::IOComponentEnum::DOUBLE) count(double{});
+  if (bad > 0) {
+    fail(ErrorKind::InvalidArgument,
+         fmt::format("{} has {} NaN or infinite voxel(s); replace them before filtering", quoted(path), bad));
   }
 }
 
@@ -169,7 +178,7 @@ Image read_itk(const fs::path& path) {
     image.info.path = path;
     image.info.format = format_of(*imageio);
     image.info.pixel_type = pixel_type_of(imageio->GetComponentType(), path);
-    if (image.info.format == Format::Nifti) check_nifti_complete(path, imageio->GetImageSizeInBytes());
+    if (image.info.format == Format::Nifti) check_nifti(path, imageio->GetComponentType(), imageio->GetImageSizeInBytes());
 
     auto reader = itk::ImageFileReader<FloatImage>::New();
     reader->SetImageIO(imageio);

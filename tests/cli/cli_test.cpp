@@ -1,0 +1,236 @@
+// The ctdenoise command end to end: outputs, reports, exit codes, and that failures leave no
+// output behind.
+
+#include "common/test_util.hpp"
+
+#include <ctdenoise/io.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <sys/wait.h>
+
+#include <fstream>
+#include <limits>
+
+namespace {
+
+namespace fs = std::filesystem;
+using testing_util::TempDir;
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Runs the CLI with `args` (already shell-quoted where needed) from inside `dir`.
+Result run(const TempDir& dir, const std::string& args) {
+  const std::string command = "cd '" + dir.path().string() + "' && '" CTD_CLI_PATH "' " + args + " >'" +
+                              (dir / ".stdout").string() + "' 2>'" + (dir / ".stderr").string() + "'";
+  const int status = std::system(command.c_str());
+  Result r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = slurp(dir / ".stdout");
+  r.err = slurp(dir / ".stderr");
+  fs::remove(dir / ".stdout");
+  fs::remove(dir / ".stderr");
+  return r;
+}
+
+// Visible files left in the folder (the captured stdout/stderr are removed by run()).
+std::vector<std::string> files(const TempDir& dir) { return testing_util::entries(dir.path()); }
+
+std::string ct_small() { return (testing_util::shared_data() / "dicom_pydicom_ct_small/CT_small.dcm").string(); }
+
+// A small CT-like NIfTI volume in the temp folder (no shared data needed).
+void make_input(const TempDir& dir, const std::string& name, ctd::Dims dims = {21, 17, 6}) {
+  ctd::Volume v = testing_util::structured_volume(dims, 5);
+  v.geometry.spacing = {0.8, 0.8, 2.0};
+  ctd::io::ImageInfo info;
+  info.pixel_type = ctd::io::PixelType::Int16;
+  ctd::io::write_image(v, info, dir / name);
+}
+
+TEST(Cli, HelpAndVersion) {
+  TempDir dir;
+  const Result help = run(dir, "--help");
+  EXPECT_EQ(help.code, 0);
+  for (const char* word : {"nlm", "bilateral", "info", "demo"}) EXPECT_NE(help.out.find(word), std::string::npos) << word;
+  const Result nlm_help = run(dir, "nlm --help");
+  EXPECT_EQ(nlm_help.code, 0);
+  EXPECT_NE(nlm_help.out.find("HU for CT"), std::string::npos) << "units are documented";
+  const Result version = run(dir, "--version");
+  EXPECT_EQ(version.code, 0);
+  EXPECT_NE(version.out.find(CTD_EXPECTED_VERSION), std::string::npos);
+}
+
+TEST(Cli, NlmWritesOutputPreviewAndReport) {
+  TempDir dir;
+  make_input(dir, "in.nii.gz");
+  const Result r = run(dir, "nlm in.nii.gz out.nii.gz --h 20 --search-radius 2 --threads 2 --json report.json "
+                            "--preview preview.png");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(files(dir), (std::vector<std::string>{"in.nii.gz", "out.nii.gz", "preview.png", "report.json"}));
+  const auto report = nlohmann::json::parse(slurp(dir / "report.json"));
+  EXPECT_EQ(report["command"], "nlm");
+  EXPECT_EQ(report["parameters"]["h"], 20.0);
+  EXPECT_EQ(report["parameters"]["search_radius"], 2);
+  EXPECT_EQ(report["device"], "cpu");
+  EXPECT_EQ(report["algorithm"], "displacement");
+  EXPECT_EQ(report["threads"], 2);
+  EXPECT_EQ(report["input"]["dims"], (std::vector<int>{21, 17, 6}));
+  EXPECT_EQ(report["output"]["pixel_type"], "int16");
+  EXPECT_GT(report["timings_s"]["filter"].get<double>(), 0.0);
+  EXPECT_LT(report["output"]["statistics"]["std"].get<double>(), report["input"]["statistics"]["std"].get<double>());
+  const auto preview = ctd::io::read_image(dir / "preview.png");
+  EXPECT_EQ(preview.info.pixel_type, ctd::io::PixelType::UInt8);
+  EXPECT_EQ(preview.volume.dims().nx, 3 * 21 + 2 * 4);  // input | output | difference
+}
+
+TEST(Cli, BilateralInMillimetresOnRealDicom) {
+  CTD_REQUIRE_SHARED_DATA();
+  TempDir dir;
+  const Result r = run(dir, "bilateral '" + ct_small() + "' out.dcm --sigma-spatial-mm 1.5 --sigma-range 40 --json r.json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto report = nlohmann::json::parse(slurp(dir / "r.json"));
+  EXPECT_EQ(report["parameters"]["sigma_spatial_unit"], "mm");
+  EXPECT_EQ(report["parameters"]["radius"], (std::vector<int>{7, 7, 0}));  // ceil(3 * 1.5 / 0.661468), 2D
+  const auto out = ctd::io::read_image(dir / "out.dcm");
+  EXPECT_EQ(out.info.attributes.at("PatientName"), "CompressedSamples^CT1");
+}
+
+TEST(Cli, InfoDescribesAnImage) {
+  TempDir dir;
+  make_input(dir, "in.nrrd");
+  const Result r = run(dir, "info in.nrrd --json info.json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("21 x 17 x 6"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("int16"), std::string::npos) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(slurp(dir / "info.json"))["spacing_mm"][2], 2.0);
+}
+
+TEST(Cli, RawInput) {
+  TempDir dir;
+  std::vector<std::uint16_t> voxels(9 * 8 * 3);
+  for (std::size_t i = 0; i < voxels.size(); ++i) voxels[i] = std::uint16_t((i * 37) % 113 * 10);
+  std::ofstream(dir / "v.raw", std::ios::binary).write(reinterpret_cast<const char*>(voxels.data()), std::streamsize(voxels.size() * 2));
+  const Result r = run(dir, "bilateral v.raw out.raw --raw-dims 9,8,3 --raw-type uint16 --sigma-spatial 1 --sigma-range 50");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(fs::file_size(dir / "out.raw"), voxels.size() * 2);
+  EXPECT_EQ(run(dir, "info v.raw").code, 2) << "raw without a layout is a usage error";
+}
+
+TEST(Cli, RefusesToOverwriteUnlessAsked) {
+  TempDir dir;
+  make_input(dir, "in.nii.gz");
+  std::ofstream(dir / "out.nii.gz") << "precious";
+  Result r = run(dir, "nlm in.nii.gz out.nii.gz --h 20");
+  EXPECT_EQ(r.code, 3);
+  EXPECT_NE(r.err.find("--overwrite"), std::string::npos) << r.err;
+  EXPECT_EQ(slurp(dir / "out.nii.gz"), "precious");
+  r = run(dir, "nlm in.nii.gz out.nii.gz --h 20 --overwrite");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(slurp(dir / "out.nii.gz"), "precious");
+  EXPECT_EQ(run(dir, "nlm in.nii.gz in.nii.gz --h 20").code, 3) << "output = input needs --overwrite";
+}
+
+struct BadRun {
+  const char* name;
+  const char* args;
+  int code;
+  const char* message;  // a piece of the one-line error
+};
+
+const BadRun kBadRuns[] = {
+    {"missing_input", "nlm nope.nii.gz out.nii.gz --h 10", 3, "no such file"},
+    {"empty_input", "nlm empty.nii out.nii.gz --h 10", 3, "is empty"},
+    {"truncated_input", "nlm truncated.nii.gz out.nii.gz --h 10", 3, "truncated"},
+    {"corrupt_input", "nlm corrupt.nii out.nii.gz --h 10", 3, "corrupt"},
+    {"nan_voxels", "nlm nan.nii out.nii.gz --h 10", 2, "NaN"},
+    {"h_zero", "nlm in.nii.gz out.nii.gz --h 0", 2, "h must be"},
+    {"h_negative", "nlm in.nii.gz out.nii.gz --h -3", 2, "h must be"},
+    {"h_missing", "nlm in.nii.gz out.nii.gz", 2, "--h"},
+    {"h_not_a_number", "nlm in.nii.gz out.nii.gz --h abc", 2, "--h"},
+    {"search_radius_zero", "nlm in.nii.gz out.nii.gz --h 10 --search-radius 0", 2, "search_radius"},
+    {"patch_radius_zero", "nlm in.nii.gz out.nii.gz --h 10 --patch-radius 0", 2, "patch_radius"},
+    {"noise_sigma_negative", "nlm in.nii.gz out.nii.gz --h 10 --noise-sigma -1", 2, "noise_sigma"},
+    {"l1_with_gaussian", "nlm in.nii.gz out.nii.gz --h 10 --distance l1 --patch-kernel gaussian", 2, "L1"},
+    {"unknown_algorithm", "nlm in.nii.gz out.nii.gz --h 10 --algorithm fused", 2, "unknown NLM algorithm"},
+    {"sigma_range_zero", "bilateral in.nii.gz out.nii.gz --sigma-spatial 1 --sigma-range 0", 2, "sigma_range"},
+    {"sigma_spatial_missing", "bilateral in.nii.gz out.nii.gz --sigma-range 10", 2, "--sigma-spatial"},
+    {"both_sigmas", "bilateral in.nii.gz out.nii.gz --sigma-spatial 1 --sigma-spatial-mm 1 --sigma-range 9", 2, "exactly one"},
+    {"radius_zero", "bilateral in.nii.gz out.nii.gz --sigma-spatial 1 --sigma-range 10 --radius 2,0,2", 2, "radius"},
+    {"radius_garbage", "bilateral in.nii.gz out.nii.gz --sigma-spatial 1 --sigma-range 10 --radius 2,x", 2, "--radius"},
+    {"cuda_unavailable", "nlm in.nii.gz out.nii.gz --h 10 --device cuda", 4, "CUDA"},
+    {"unknown_device", "nlm in.nii.gz out.nii.gz --h 10 --device gpu", 2, "unknown device"},
+    {"unknown_extension", "nlm in.nii.gz out.jpg --h 10", 4, "output format"},
+    {"png_for_a_volume", "nlm in.nii.gz out.png --h 10", 4, "PNG"},
+    {"missing_output_folder", "nlm in.nii.gz nowhere/out.nii.gz --h 10", 3, "does not exist"},
+    {"bad_window", "nlm in.nii.gz out.nii.gz --h 10 --preview p.png --window 40", 2, "--window"},
+    {"preview_not_png", "nlm in.nii.gz out.nii.gz --h 10 --preview p.jpg", 2, ".png"},
+    {"raw_size_mismatch", "nlm in.nii.gz out.nii.gz --h 10 --raw-dims 5,5,5 --raw-type uint16", 3, "bytes"},
+    {"unknown_subcommand", "denoise in.nii.gz", 2, ""},
+    {"dicom_folder_without_images", "nlm emptydir out.nii.gz --h 10", 3, "no readable DICOM"},
+};
+
+class CliBadInput : public ::testing::TestWithParam<BadRun> {};
+
+TEST_P(CliBadInput, OneLineMessageExitCodeAndNoOutput) {
+  const BadRun& c = GetParam();
+  TempDir dir;
+  make_input(dir, "in.nii.gz");
+  std::ofstream(dir / "empty.nii").close();
+  std::ofstream(dir / "corrupt.nii") << std::string(2000, 'z');
+  make_input(dir, "truncated.nii.gz", {40, 40, 8});
+  fs::resize_file(dir / "truncated.nii.gz", fs::file_size(dir / "truncated.nii.gz") / 2);
+  ctd::Volume nan = testing_util::random_volume({6, 5, 4}, 3);
+  nan.data()[17] = std::numeric_limits<float>::quiet_NaN();
+  ctd::io::write_image(nan, {}, dir / "nan.nii");
+  fs::create_directory(dir / "emptydir");
+  const auto before = files(dir);
+
+  const Result r = run(dir, c.args);
+  EXPECT_EQ(r.code, c.code) << c.args << "\nstderr: " << r.err;
+  EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
+  if (r.code != 0 && std::string(c.name) != "unknown_subcommand") {
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err;
+  }
+  EXPECT_EQ(files(dir), before) << "nothing written, nothing left behind";
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, CliBadInput, ::testing::ValuesIn(kBadRuns), testing_util::case_name);
+
+TEST(Cli, MixedDicomSeriesFolderIsRefusedWithAList) {
+  TempDir dir;
+  ctd::io::ImageInfo info;
+  info.pixel_type = ctd::io::PixelType::Int16;
+  ctd::io::write_image(testing_util::structured_volume({8, 8, 2}, 1), info, dir / "a");
+  ctd::io::write_image(testing_util::structured_volume({8, 8, 3}, 2), info, dir / "b");
+  fs::create_directory(dir / "mixed");
+  for (const char* s : {"a", "b"})
+    for (const auto& f : fs::directory_iterator(dir / s)) fs::copy_file(f.path(), dir / "mixed" / (std::string(s) + f.path().filename().string()));
+  const Result r = run(dir, "nlm mixed out.nii.gz --h 10");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("2 DICOM series"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--series"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "out.nii.gz"));
+}
+
+TEST(Cli, DemoWritesVolumePreviewAndReportAndKeepsThem) {
+  TempDir dir;
+  Result r = run(dir, "demo --output-dir demo --quiet");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(testing_util::entries(dir / "demo"), (std::vector<std::string>{"denoised.nii.gz", "preview.png", "report.json"}));
+  EXPECT_NE(r.out.find("preview.png"), std::string::npos) << "says where it wrote";
+  const auto report = nlohmann::json::parse(slurp(dir / "demo" / "report.json"));
+  EXPECT_EQ(report["input"]["dims"], (std::vector<int>{122, 101, 112}));
+  r = run(dir, "demo --output-dir demo --quiet");
+  EXPECT_EQ(r.code, 3) << "a second run does not overwrite without --overwrite";
+  EXPECT_EQ(run(dir, "demo --output-dir demo --quiet --overwrite").code, 0);
+}
+
+}  // namespace

@@ -6,6 +6,7 @@
 #include <ctdenoise/io.hpp>
 
 #include <fstream>
+#include <limits>
 
 namespace {
 
@@ -299,6 +300,25 @@ TEST(IoSideOutputs, TextAndPngAreAtomicAndRespectOverwrite) {
   EXPECT_EQ(back.volume.dims(), (ctd::Dims{3, 2, 1}));
   EXPECT_EQ(back.volume.data()[5], 200);
   EXPECT_EQ(testing_util::entries(dir.path()), (std::vector<std::string>{"p.png", "r.json"}));
+}
+
+}  // namespace
+
+namespace {
+
+TEST(IoErrors, NonFiniteVoxelsAreNeverHiddenAsZero) {
+  TempDir dir;
+  ctd::Volume v = pattern({6, 5, 4}, -10, 10);
+  v.data()[17] = std::numeric_limits<float>::quiet_NaN();
+  v.data()[3] = std::numeric_limits<float>::infinity();
+  // NIfTI's own reader would silently turn these into 0, so ctdenoise refuses the file.
+  ctd::io::write_image(v, info_of(PixelType::Float32), dir / "nan.nii.gz");
+  EXPECT_TRUE(throws_kind([&] { ctd::io::read_image(dir / "nan.nii.gz"); }, ErrorKind::InvalidArgument));
+  // Other formats keep them, and the filters refuse them.
+  ctd::io::write_image(v, info_of(PixelType::Float32), dir / "nan.nrrd");
+  const auto back = ctd::io::read_image(dir / "nan.nrrd");
+  EXPECT_TRUE(std::isnan(back.volume.data()[17]));
+  EXPECT_TRUE(std::isinf(back.volume.data()[3]));
 }
 
 }  // namespace
