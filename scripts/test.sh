@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Sets up, builds, and runs the whole test suite (CTest labels: cpu, io, cli; cuda tests skip
+# without a GPU). Real-CT tests read ../shared/data when it is there (CTD_TEST_DATA_DIR).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+ctest --test-dir build --output-on-failure --parallel "$(nproc)" "$@"
