@@ -71,26 +71,17 @@ std::string_view to_string(BilateralAlgorithm algorithm) noexcept {
 }
 
 BilateralAlgorithm bilateral_algorithm_from_string(std::string_view name) {
-  for (auto a : {BilateralAlgorithm::Auto, BilateralAlgorithm::Direct}) {
-    if (to_string(a) == name) return a;
-  }
-  invalid(fmt::format("unknown bilateral algorithm '{}' (available: auto, direct)", name));
+  static constexpr BilateralAlgorithm kAll[] = {BilateralAlgorithm::Auto, BilateralAlgorithm::Direct};
+  return detail::enum_from_string(name, kAll, "bilateral algorithm");
 }
 
 FilterRun bilateral(ConstVolumeView<float> in, VolumeView<float> out, const BilateralParams& params,
                     const ExecContext& context) {
   const std::array<int, 3> radius = bilateral_radius(params, in.dims);
-  detail::check_same_dims(in.dims, out.dims);
-  const Device device = available_device(context.device);
-  const int threads = detail::resolve_threads(context.threads);
-  detail::check_finite(in);
-
-  const std::vector<float> copy = detail::copy_if_aliased(in, out);
-  if (!copy.empty()) in.data = copy.data();
-
-  cpu::ThreadPool pool(threads);
-  cpu::bilateral_direct(in, out, params, radius, pool, context.progress);
-  return {device, std::string(to_string(BilateralAlgorithm::Direct)), threads};
+  const detail::PreparedRun run = detail::prepare_run(in, out, context);
+  cpu::ThreadPool pool(run.threads);
+  cpu::bilateral_direct(run.input, out, params, radius, pool, context.progress);
+  return {run.device, std::string(to_string(BilateralAlgorithm::Direct)), run.threads};
 }
 
 }  // namespace ctd

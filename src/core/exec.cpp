@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <thread>
 
 namespace ctd {
@@ -35,6 +36,8 @@ Device available_device(Device requested) {
 }
 
 namespace detail {
+
+namespace {
 
 int resolve_threads(int requested) {
   if (requested < 0) {
@@ -76,12 +79,22 @@ void check_finite(ConstVolumeView<float> in) {
   }
 }
 
-std::vector<float> copy_if_aliased(ConstVolumeView<float> in, VolumeView<float> out) {
+}  // namespace
+
+PreparedRun prepare_run(ConstVolumeView<float> in, VolumeView<float> out, const ExecContext& context) {
+  check_same_dims(in.dims, out.dims);
+  PreparedRun run;
+  run.device = available_device(context.device);
+  run.threads = resolve_threads(context.threads);
+  check_finite(in);
+  run.input = in;
   const float* in_end = in.data + in.dims.count();
   const float* out_end = out.data + out.dims.count();
-  const bool overlap = in.data < out_end && out.data < in_end;
-  if (!overlap) return {};
-  return std::vector<float>(in.data, in_end);
+  if (in.data < out_end && out.data < in_end) {
+    run.input_copy.assign(in.data, in_end);
+    run.input.data = run.input_copy.data();
+  }
+  return run;
 }
 
 }  // namespace detail

@@ -4,16 +4,35 @@
 #include <ctdenoise/exec.hpp>
 #include <ctdenoise/volume.hpp>
 
-#include <cmath>
+#include <ctdenoise/error.hpp>
+
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace ctd::detail {
 
-int resolve_threads(int requested);       // 0 -> hardware threads
-void check_same_dims(const Dims& in, const Dims& out);
-void check_finite(ConstVolumeView<float> in);  // InvalidArgument naming count and first voxel
-// The filters read the input while writing the output; when the two overlap, this returns a
-// private copy of the input to read from (empty when they do not overlap).
-std::vector<float> copy_if_aliased(ConstVolumeView<float> in, VolumeView<float> out);
+// What every filter checks before it runs: matching dims, an available device, a valid thread
+// count, finite input. The filters read the input while writing the output, so when the two
+// overlap, `input` points at a private copy.
+struct PreparedRun {
+  Device device = Device::Cpu;
+  int threads = 1;
+  ConstVolumeView<float> input;
+  std::vector<float> input_copy;
+};
+PreparedRun prepare_run(ConstVolumeView<float> in, VolumeView<float> out, const ExecContext& context);
+
+// Parses the name of an algorithm enum from its to_string names; InvalidArgument lists them.
+template <class E, std::size_t N>
+E enum_from_string(std::string_view name, const E (&all)[N], std::string_view what) {
+  std::string names;
+  for (E e : all) {
+    if (to_string(e) == name) return e;
+    names += (names.empty() ? "" : ", ") + std::string(to_string(e));
+  }
+  throw Error(ErrorKind::InvalidArgument,
+              "unknown " + std::string(what) + " '" + std::string(name) + "' (available: " + names + ")");
+}
 
 }  // namespace ctd::detail

@@ -43,26 +43,17 @@ std::string_view to_string(NlmAlgorithm algorithm) noexcept {
 }
 
 NlmAlgorithm nlm_algorithm_from_string(std::string_view name) {
-  for (auto a : {NlmAlgorithm::Auto, NlmAlgorithm::Displacement}) {
-    if (to_string(a) == name) return a;
-  }
-  invalid(fmt::format("unknown NLM algorithm '{}' (available: auto, displacement)", name));
+  static constexpr NlmAlgorithm kAll[] = {NlmAlgorithm::Auto, NlmAlgorithm::Displacement};
+  return detail::enum_from_string(name, kAll, "NLM algorithm");
 }
 
 FilterRun nlm(ConstVolumeView<float> in, VolumeView<float> out, const NlmParams& params,
               const ExecContext& context) {
   validate(params);
-  detail::check_same_dims(in.dims, out.dims);
-  const Device device = available_device(context.device);
-  const int threads = detail::resolve_threads(context.threads);
-  detail::check_finite(in);
-
-  const std::vector<float> copy = detail::copy_if_aliased(in, out);
-  if (!copy.empty()) in.data = copy.data();
-
-  cpu::ThreadPool pool(threads);
-  cpu::nlm_displacement(in, out, params, pool, context.progress);
-  return {device, std::string(to_string(NlmAlgorithm::Displacement)), threads};
+  const detail::PreparedRun run = detail::prepare_run(in, out, context);
+  cpu::ThreadPool pool(run.threads);
+  cpu::nlm_displacement(run.input, out, params, pool, context.progress);
+  return {run.device, std::string(to_string(NlmAlgorithm::Displacement)), run.threads};
 }
 
 }  // namespace ctd

@@ -142,15 +142,7 @@ Image read_dicom(const fs::path& path, const ReadOptions& options) {
     if (auto value = get(source->slices.front(), key); !value.empty()) image.info.attributes[name] = value;
   }
 
-  const auto size = itk_image->GetLargestPossibleRegion().GetSize();
-  Geometry geometry;
-  for (unsigned i = 0; i < 3; ++i) {
-    geometry.spacing[i] = itk_image->GetSpacing()[i];
-    geometry.origin[i] = itk_image->GetOrigin()[i];
-    for (unsigned j = 0; j < 3; ++j) geometry.direction[3 * i + j] = itk_image->GetDirection()(i, j);
-  }
-  image.volume = Volume({std::int64_t(size[0]), std::int64_t(size[1]), std::int64_t(size[2])}, geometry);
-  std::memcpy(image.volume.data(), itk_image->GetBufferPointer(), sizeof(float) * std::size_t(image.volume.size()));
+  image.volume = to_volume(*itk_image);
   return image;
 }
 

@@ -5,6 +5,7 @@
 #include <ctdenoise/io.hpp>
 
 #include <itkCommonEnums.h>
+#include <itkImage.h>
 #include <itkMetaDataDictionary.h>
 
 #include <algorithm>
@@ -35,6 +36,9 @@ void register_itk_factories();  // also silences ITK/GDCM warnings: failures arr
 
 // The PixelType of an ITK component type; Unsupported for 64-bit integers and the like.
 PixelType pixel_type_of(itk::IOComponentEnum component, const fs::path& path);
+
+// Voxels and geometry of an ITK image as a Volume.
+Volume to_volume(const itk::Image<float, 3>& image);
 
 Image read_itk(const fs::path& path);                            // NIfTI, MetaImage, NRRD, TIFF, PNG
 Image read_dicom(const fs::path& path, const ReadOptions& options);  // a file or a series folder

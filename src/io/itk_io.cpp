@@ -148,6 +148,19 @@ Format format_of(const itk::ImageIOBase& imageio) {
 
 }  // namespace
 
+Volume to_volume(const FloatImage& itk_image) {
+  const auto size = itk_image.GetLargestPossibleRegion().GetSize();
+  Geometry geometry;
+  for (unsigned i = 0; i < 3; ++i) {
+    geometry.spacing[i] = itk_image.GetSpacing()[i];
+    geometry.origin[i] = itk_image.GetOrigin()[i];
+    for (unsigned j = 0; j < 3; ++j) geometry.direction[3 * i + j] = itk_image.GetDirection()(i, j);
+  }
+  Volume volume({std::int64_t(size[0]), std::int64_t(size[1]), std::int64_t(size[2])}, geometry);
+  std::memcpy(volume.data(), itk_image.GetBufferPointer(), sizeof(float) * std::size_t(volume.size()));
+  return volume;
+}
+
 Image read_itk(const fs::path& path) {
   itk::ImageIOBase::Pointer imageio =
       itk::ImageIOFactory::CreateImageIO(path.c_str(), itk::CommonEnums::IOFileMode::ReadMode);
@@ -185,15 +198,7 @@ Image read_itk(const fs::path& path) {
     reader->SetFileName(path.c_str());
     reader->Update();
     const FloatImage* itk_image = reader->GetOutput();
-    const auto size = itk_image->GetLargestPossibleRegion().GetSize();
-    Geometry geometry;
-    for (unsigned i = 0; i < 3; ++i) {
-      geometry.spacing[i] = itk_image->GetSpacing()[i];
-      geometry.origin[i] = itk_image->GetOrigin()[i];
-      for (unsigned j = 0; j < 3; ++j) geometry.direction[3 * i + j] = itk_image->GetDirection()(i, j);
-    }
-    image.volume = Volume({std::int64_t(size[0]), std::int64_t(size[1]), std::int64_t(size[2])}, geometry);
-    std::memcpy(image.volume.data(), itk_image->GetBufferPointer(), sizeof(float) * std::size_t(image.volume.size()));
+    image.volume = to_volume(*itk_image);
   } catch (const itk::ExceptionObject& e) {
     fail(ErrorKind::Io, fmt::format("cannot read {}: {}", quoted(path), one_line(e.GetDescription())));
   }

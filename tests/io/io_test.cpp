@@ -5,6 +5,7 @@
 
 #include <ctdenoise/io.hpp>
 
+#include <cstring>
 #include <fstream>
 #include <limits>
 
@@ -227,6 +228,34 @@ TEST(IoErrors, ColourImagesAreUnsupported) {
       0x38, 0x63, 0x32, 0x81, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82};
   std::ofstream(dir / "rgb.png", std::ios::binary).write(reinterpret_cast<const char*>(rgb_png), sizeof rgb_png);
   EXPECT_TRUE(throws_kind([&] { ctd::io::read_image(dir / "rgb.png"); }, ErrorKind::Unsupported));
+}
+
+TEST(IoErrors, SixtyFourBitIntegerPixelsAreUnsupported) {
+  // A minimal NIfTI-1 file of 2 x 2 int64 voxels (datatype 1024).
+  TempDir dir;
+  std::vector<char> file(352 + 4 * 8, 0);
+  auto put = [&](std::size_t at, auto value) { std::memcpy(file.data() + at, &value, sizeof value); };
+  put(0, std::int32_t{348});
+  const std::int16_t dims[8] = {2, 2, 2, 1, 1, 1, 1, 1};
+  std::memcpy(file.data() + 40, dims, sizeof dims);
+  put(70, std::int16_t{1024});
+  put(72, std::int16_t{64});
+  for (int i = 0; i < 8; ++i) put(76 + 4 * std::size_t(i), 1.0f);
+  put(108, 352.0f);
+  std::memcpy(file.data() + 344, "n+1", 4);
+  std::ofstream(dir / "i64.nii", std::ios::binary).write(file.data(), std::streamsize(file.size()));
+  EXPECT_TRUE(throws_kind([&] { ctd::io::read_image(dir / "i64.nii"); }, ErrorKind::Unsupported));
+}
+
+TEST(IoErrors, ReadOnlyFolderIsReportedBeforeWriting) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root can write into read-only folders";
+  TempDir dir;
+  fs::create_directory(dir / "ro");
+  fs::permissions(dir / "ro", fs::perms::owner_read | fs::perms::owner_exec);
+  EXPECT_TRUE(throws_kind([&] { ctd::io::write_image(pattern({4, 4, 1}, 0, 9), info_of(PixelType::Int16), dir / "ro" / "x.nii"); },
+                          ErrorKind::Io));
+  fs::permissions(dir / "ro", fs::perms::owner_all);
+  EXPECT_TRUE(testing_util::entries(dir / "ro").empty());
 }
 
 TEST(IoErrors, NeverOverwritesWithoutPermission) {
