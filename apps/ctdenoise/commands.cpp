@@ -150,6 +150,7 @@ void run_filter(const InputOptions& input, const RunOptions& run, FilterJob& job
           {"statistics", to_json(statistics(output))}}},
         {"timings_s", {{"read", read_s}, {"filter", filter_s}, {"write", write_s}, {"total", seconds_since(start)}}},
     };
+    if (result.device == Device::Cuda) report["gpu"] = cuda_device_name();
     if (!run.preview.empty()) report["preview"] = run.preview;
     io::write_text_file(report.dump(2) + "\n", run.json, run.overwrite);
   }

@@ -5,7 +5,12 @@
 #include <string>
 #include <string_view>
 
+// cudaStream_t, declared without CUDA headers (the CUDA runtime's typedef is the same).
+struct CUstream_st;
+
 namespace ctd {
+
+using CudaStream = CUstream_st*;
 
 enum class Device {
   Auto,  // CUDA when a device is present and the build has it, else the CPU
@@ -20,6 +25,9 @@ Device device_from_string(std::string_view name);  // "auto" | "cpu" | "cuda"; t
 // asked for and this build or machine has none, so callers can fail before reading any data.
 Device available_device(Device requested);
 
+// The GPU that CUDA work runs on ("NVIDIA H100 80GB HBM3"), or "" when there is none.
+std::string cuda_device_name();
+
 struct ExecContext {
   Device device = Device::Auto;
   int threads = 0;  // CPU worker threads; 0 = all hardware threads
@@ -32,7 +40,7 @@ struct ExecContext {
 struct FilterRun {
   Device device = Device::Cpu;
   std::string algorithm;  // the variant that ran (never "auto")
-  int threads = 1;
+  int threads = 1;  // CPU threads used (0 on CUDA)
 };
 
 }  // namespace ctd

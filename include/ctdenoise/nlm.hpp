@@ -31,6 +31,8 @@ enum class CentreWeight {
 enum class NlmAlgorithm {
   Auto,          // the fastest exact variant for the device
   Displacement,  // CPU: one pass per displacement, symmetric pairs computed once
+  Naive,         // CUDA: one thread per voxel, everything from global memory (the papers' baseline)
+  Fused,         // CUDA: tiles in shared memory, patch distances by separable sums, no intermediates
 };
 
 struct NlmParams {
@@ -48,9 +50,17 @@ struct NlmParams {
 // Throws ctd::Error(InvalidArgument) naming the field and value; never clamps.
 void validate(const NlmParams& params);
 
-// Filters `in` into `out` (same dims; may be the same memory). Host memory.
+// Filters `in` into `out` (same dims; may be the same memory). Host memory; on CUDA this uploads,
+// runs, downloads and synchronises.
 FilterRun nlm(ConstVolumeView<float> in, VolumeView<float> out, const NlmParams& params,
               const ExecContext& context = {});
+
+// The same on device memory (CUDA builds): `device_in` and `device_out` hold dims.count() floats
+// on the current device and must not overlap. The work is queued on `stream` and the call
+// returns without synchronising; it allocates no memory, so an iterative loop can call it every
+// iteration. Input voxels are not checked for NaN here. Throws Unsupported without CUDA.
+FilterRun nlm_device(const float* device_in, float* device_out, const Dims& dims, const NlmParams& params,
+                     CudaStream stream = nullptr);
 
 std::string_view to_string(NlmAlgorithm algorithm) noexcept;
 NlmAlgorithm nlm_algorithm_from_string(std::string_view name);  // throws InvalidArgument

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 namespace ctd {
@@ -15,7 +16,8 @@ struct Dims {
   std::int64_t count() const noexcept { return nx * ny * nz; }
   // A volume with a single slice is filtered as a 2D image (2D patches and windows).
   bool is_2d() const noexcept { return nz == 1; }
-  bool operator==(const Dims&) const = default;
+  bool operator==(const Dims& o) const noexcept { return nx == o.nx && ny == o.ny && nz == o.nz; }
+  bool operator!=(const Dims& o) const noexcept { return !(*this == o); }
 };
 
 // Physical placement, kept so that a volume written back lands where it was read from.
@@ -37,7 +39,10 @@ struct VolumeView {
     return data[index(x, y, z)];
   }
   // A view of mutable voxels converts to a read-only view.
-  operator VolumeView<const T>() const noexcept { return {data, dims}; }
+  template <class U = T, std::enable_if_t<!std::is_const_v<U>, int> = 0>
+  operator VolumeView<const U>() const noexcept {
+    return {data, dims};
+  }
 };
 
 template <class T>

@@ -78,7 +78,7 @@ BilateralAlgorithm bilateral_algorithm_from_string(std::string_view name) {
 FilterRun bilateral(ConstVolumeView<float> in, VolumeView<float> out, const BilateralParams& params,
                     const ExecContext& context) {
   const std::array<int, 3> radius = bilateral_radius(params, in.dims);
-  const detail::PreparedRun run = detail::prepare_run(in, out, context);
+  const detail::PreparedRun run = detail::prepare_run(in, out, context, "bilateral", false);
   cpu::ThreadPool pool(run.threads);
   cpu::bilateral_direct(run.input, out, params, radius, pool, context.progress);
   return {run.device, std::string(to_string(BilateralAlgorithm::Direct)), run.threads};

@@ -1,4 +1,7 @@
 #include "core/exec_internal.hpp"
+#if CTD_HAVE_CUDA
+#include "cuda/backend.hpp"
+#endif
 
 #include <ctdenoise/error.hpp>
 
@@ -27,12 +30,27 @@ Device device_from_string(std::string_view name) {
 }
 
 Device available_device(Device requested) {
-  // The CUDA backend arrives with the GPU issues; until then auto means the CPU.
+  if (requested == Device::Cpu) return Device::Cpu;
+#if CTD_HAVE_CUDA
+  std::string why;
+  const bool present = cuda::device_present(&why);
+  if (requested == Device::Cuda && !present) throw Error(ErrorKind::Cuda, "cannot run on CUDA: " + why);
+  return present ? Device::Cuda : Device::Cpu;
+#else
   if (requested == Device::Cuda) {
-    throw Error(ErrorKind::Unsupported,
-                "the CUDA backend is not available in this version of ctdenoise; use --device cpu");
+    throw Error(ErrorKind::Unsupported, "this build of ctdenoise has no CUDA backend (no CUDA compiler when it was "
+                                        "built); use --device cpu");
   }
   return Device::Cpu;
+#endif
+}
+
+std::string cuda_device_name() {
+#if CTD_HAVE_CUDA
+  return cuda::device_name();
+#else
+  return {};
+#endif
 }
 
 namespace detail {
@@ -81,10 +99,14 @@ void check_finite(ConstVolumeView<float> in) {
 
 }  // namespace
 
-PreparedRun prepare_run(ConstVolumeView<float> in, VolumeView<float> out, const ExecContext& context) {
+PreparedRun prepare_run(ConstVolumeView<float> in, VolumeView<float> out, const ExecContext& context,
+                        std::string_view filter, bool has_cuda_variant) {
   check_same_dims(in.dims, out.dims);
   PreparedRun run;
-  run.device = available_device(context.device);
+  if (!has_cuda_variant && context.device == Device::Cuda) {
+    throw Error(ErrorKind::Unsupported, fmt::format("the {} filter has no CUDA variant yet; use --device cpu", filter));
+  }
+  run.device = has_cuda_variant ? available_device(context.device) : Device::Cpu;
   run.threads = resolve_threads(context.threads);
   check_finite(in);
   run.input = in;

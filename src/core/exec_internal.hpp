@@ -21,7 +21,10 @@ struct PreparedRun {
   ConstVolumeView<float> input;
   std::vector<float> input_copy;
 };
-PreparedRun prepare_run(ConstVolumeView<float> in, VolumeView<float> out, const ExecContext& context);
+// `filter` names the filter for messages; without a CUDA variant, auto means the CPU and cuda is
+// Unsupported.
+PreparedRun prepare_run(ConstVolumeView<float> in, VolumeView<float> out, const ExecContext& context,
+                        std::string_view filter, bool has_cuda_variant);
 
 // Parses the name of an algorithm enum from its to_string names; InvalidArgument lists them.
 template <class E, std::size_t N>

@@ -2,6 +2,9 @@
 
 #include "core/exec_internal.hpp"
 #include "cpu/backend.hpp"
+#if CTD_HAVE_CUDA
+#include "cuda/backend.hpp"
+#endif
 
 #include <ctdenoise/error.hpp>
 #include <ctdenoise/nlm.hpp>
@@ -38,22 +41,72 @@ std::string_view to_string(NlmAlgorithm algorithm) noexcept {
   switch (algorithm) {
     case NlmAlgorithm::Auto: return "auto";
     case NlmAlgorithm::Displacement: return "displacement";
+    case NlmAlgorithm::Naive: return "naive";
+    case NlmAlgorithm::Fused: return "fused";
   }
   return "?";
 }
 
 NlmAlgorithm nlm_algorithm_from_string(std::string_view name) {
-  static constexpr NlmAlgorithm kAll[] = {NlmAlgorithm::Auto, NlmAlgorithm::Displacement};
+  static constexpr NlmAlgorithm kAll[] = {NlmAlgorithm::Auto, NlmAlgorithm::Displacement, NlmAlgorithm::Naive,
+                                          NlmAlgorithm::Fused};
   return detail::enum_from_string(name, kAll, "NLM algorithm");
 }
+
+namespace {
+
+// The variant that runs for `requested` on `device`; Unsupported where it does not exist.
+NlmAlgorithm resolve_algorithm(NlmAlgorithm requested, Device device) {
+  if (device == Device::Cuda) {
+    if (requested == NlmAlgorithm::Auto) return NlmAlgorithm::Fused;
+    if (requested == NlmAlgorithm::Displacement) {
+      throw Error(ErrorKind::Unsupported, "the NLM algorithm 'displacement' runs on the CPU only in this version "
+                                          "(CUDA: naive, fused)");
+    }
+    return requested;
+  }
+  if (requested == NlmAlgorithm::Naive || requested == NlmAlgorithm::Fused) {
+    throw Error(ErrorKind::Unsupported, fmt::format("the NLM algorithm '{}' runs on CUDA only (CPU: displacement)",
+                                                    to_string(requested)));
+  }
+  return NlmAlgorithm::Displacement;
+}
+
+}  // namespace
 
 FilterRun nlm(ConstVolumeView<float> in, VolumeView<float> out, const NlmParams& params,
               const ExecContext& context) {
   validate(params);
-  const detail::PreparedRun run = detail::prepare_run(in, out, context);
+  const detail::PreparedRun run = detail::prepare_run(in, out, context, "NLM", true);
+  const NlmAlgorithm algorithm = resolve_algorithm(params.algorithm, run.device);
+#if CTD_HAVE_CUDA
+  if (run.device == Device::Cuda) {
+    cuda::check_nlm_supported(in.dims, params, algorithm);
+    cuda::nlm_host(run.input, out, params, algorithm);
+    if (context.progress) context.progress(1.0);
+    return {Device::Cuda, std::string(to_string(algorithm)), 0};
+  }
+#endif
   cpu::ThreadPool pool(run.threads);
   cpu::nlm_displacement(run.input, out, params, pool, context.progress);
-  return {run.device, std::string(to_string(NlmAlgorithm::Displacement)), run.threads};
+  return {run.device, std::string(to_string(algorithm)), run.threads};
+}
+
+FilterRun nlm_device(const float* device_in, float* device_out, const Dims& dims, const NlmParams& params,
+                     CudaStream stream) {
+  validate(params);
+  if (dims.nx < 1 || dims.ny < 1 || dims.nz < 1) {
+    invalid(fmt::format("dimensions must be >= 1, got {}x{}x{}", dims.nx, dims.ny, dims.nz));
+  }
+#if CTD_HAVE_CUDA
+  const NlmAlgorithm algorithm = resolve_algorithm(params.algorithm, Device::Cuda);
+  cuda::check_nlm_supported(dims, params, algorithm);
+  cuda::nlm_device(device_in, device_out, dims, params, algorithm, stream);
+  return {Device::Cuda, std::string(to_string(algorithm)), 0};
+#else
+  (void)device_in, (void)device_out, (void)stream;
+  throw Error(ErrorKind::Unsupported, "this build of ctdenoise has no CUDA backend");
+#endif
 }
 
 }  // namespace ctd

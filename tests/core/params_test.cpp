@@ -112,15 +112,24 @@ TEST(Filters, RejectMismatchedDims) {
   EXPECT_TRUE(throws_kind([&] { ctd::bilateral(in.view(), out.view(), good_bf()); }, ErrorKind::InvalidArgument));
 }
 
-TEST(Filters, CudaIsReportedUnavailableAndAutoRunsOnCpu) {
+TEST(Filters, CudaWithoutADeviceIsAClearErrorAndAutoRunsOnCpu) {
+  if (!ctd::cuda_device_name().empty()) GTEST_SKIP() << "a CUDA device is present (tests/cuda covers it)";
   ctd::Volume in = testing_util::random_volume({5, 4, 3}, 2), out(in.dims());
   ctd::ExecContext cuda;
   cuda.device = ctd::Device::Cuda;
-  EXPECT_TRUE(throws_kind([&] { ctd::nlm(in.view(), out.view(), good_nlm(), cuda); }, ErrorKind::Unsupported));
+  // A build without CUDA says so (Unsupported); a CUDA build on a machine without a GPU says
+  // there is no device (Cuda).
+  const ErrorKind expected = CTD_HAVE_CUDA ? ErrorKind::Cuda : ErrorKind::Unsupported;
+  EXPECT_TRUE(throws_kind([&] { ctd::nlm(in.view(), out.view(), good_nlm(), cuda); }, expected));
   EXPECT_TRUE(throws_kind([&] { ctd::bilateral(in.view(), out.view(), good_bf(), cuda); }, ErrorKind::Unsupported));
   const auto run = ctd::nlm(in.view(), out.view(), good_nlm(), {});
   EXPECT_EQ(run.device, ctd::Device::Cpu);
   EXPECT_EQ(run.algorithm, "displacement");
+  auto fused = good_nlm();
+  fused.algorithm = ctd::NlmAlgorithm::Fused;
+  ctd::ExecContext cpu;
+  cpu.device = ctd::Device::Cpu;
+  EXPECT_TRUE(throws_kind([&] { ctd::nlm(in.view(), out.view(), fused, cpu); }, ErrorKind::Unsupported));
 }
 
 TEST(Filters, RejectNegativeThreads) {
@@ -136,7 +145,8 @@ TEST(Names, ParseAndPrintRoundTrip) {
   EXPECT_EQ(ctd::nlm_algorithm_from_string("displacement"), ctd::NlmAlgorithm::Displacement);
   EXPECT_EQ(ctd::bilateral_algorithm_from_string("direct"), ctd::BilateralAlgorithm::Direct);
   EXPECT_TRUE(throws_kind([] { ctd::device_from_string("gpu"); }, ErrorKind::InvalidArgument));
-  EXPECT_TRUE(throws_kind([] { ctd::nlm_algorithm_from_string("fused"); }, ErrorKind::InvalidArgument));
+  EXPECT_EQ(ctd::nlm_algorithm_from_string("fused"), ctd::NlmAlgorithm::Fused);
+  EXPECT_TRUE(throws_kind([] { ctd::nlm_algorithm_from_string("bogus"); }, ErrorKind::InvalidArgument));
 }
 
 TEST(Volume, RejectsEmptyDims) {

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# One device-machine session: unpack the carried Debian packages (fmt, GoogleTest), build the
+# filter library, CUDA tests and benchmark (no ITK there), run the cuda-labelled tests, the
+# sanitizers on a few representative cases, and the benchmark. Logs go to $OUT.
+#   bench/device_run.sh [quick|full] [sanitize]
+set -uo pipefail
+mode=${1:-quick}
+sanitize=${2:-sanitize}
+out=${OUT:-/tmp/out}
+mkdir -p "$out" /tmp/deps
+for f in .deps/*.deb; do dpkg -x "$f" /tmp/deps; done
+export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$out/gpu.txt"
+cmake -S . -B build-dev -G Ninja -DCTD_BUILD_IO=OFF -DCTD_WERROR=ON -DCMAKE_PREFIX_PATH=/tmp/deps/usr \
+  > "$out/cmake.log" 2>&1 || { tail -30 "$out/cmake.log"; exit 1; }
+ninja -C build-dev > "$out/build.log" 2>&1 || { grep -E "error|FAILED" -A5 "$out/build.log" | head -60; exit 1; }
+echo "== build ok"
+ctest --test-dir build-dev -L cuda --output-on-failure > "$out/ctest_cuda.log" 2>&1
+grep -E "tests passed|Failed|Skipped" "$out/ctest_cuda.log" | head -20
+if [ "$sanitize" = sanitize ]; then
+  filter='*odd_2D_larger*:*odd_non_cubic_3D*:*L1_2D*:*centre_max_3D*:*gaussian_patch_3D*:*DeviceApi*:*3D_radii_larger*'
+  for tool in memcheck racecheck; do
+    compute-sanitizer --tool $tool --error-exitcode 9 build-dev/tests/cuda_tests --gtest_filter="$filter" \
+      > "$out/sanitizer_$tool.log" 2>&1
+    echo "== compute-sanitizer $tool exit $?: $(grep -E 'ERROR SUMMARY|PASSED|FAILED' "$out/sanitizer_$tool.log" | tr '\n' ' ')"
+  done
+fi
+flag=--quick
+[ "$mode" = full ] && flag=
+build-dev/nlm_bench $flag --json "$out/nlm_bench.json" --markdown "$out/nlm_bench.md" 2>&1 | tee "$out/nlm_bench.log" | head -40

@@ -1,0 +1,83 @@
+#pragma once
+// Owning RAII types for device memory, streams and events. DeviceBuffer is move-only: copying
+// device memory by accident is a performance bug, so a copy is spelled clone().
+
+#include "cuda/cuda_check.hpp"
+
+#include <cstddef>
+#include <utility>
+
+namespace ctd::cuda {
+
+template <class T>
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(std::size_t count) : count_(count) {
+    if (count > 0) CTD_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&data_), count * sizeof(T)));
+  }
+  ~DeviceBuffer() {
+    if (data_) cudaFree(data_);  // errors here cannot be reported; never throw from a destructor
+  }
+  DeviceBuffer(DeviceBuffer&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)), count_(std::exchange(other.count_, 0)) {}
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
+    if (this != &other) {
+      DeviceBuffer(std::move(other)).swap(*this);
+    }
+    return *this;
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  DeviceBuffer clone(cudaStream_t stream) const {
+    DeviceBuffer copy(count_);
+    if (count_ > 0) CTD_CUDA_CHECK(cudaMemcpyAsync(copy.data_, data_, count_ * sizeof(T), cudaMemcpyDeviceToDevice, stream));
+    return copy;
+  }
+  void swap(DeviceBuffer& other) noexcept {
+    std::swap(data_, other.data_);
+    std::swap(count_, other.count_);
+  }
+
+  T* data() const noexcept { return data_; }
+  std::size_t size() const noexcept { return count_; }
+
+ private:
+  T* data_ = nullptr;
+  std::size_t count_ = 0;
+};
+
+class Stream {
+ public:
+  Stream() { CTD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
+  ~Stream() { cudaStreamDestroy(stream_); }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  cudaStream_t get() const noexcept { return stream_; }
+  void synchronize() const { CTD_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+class Event {
+ public:
+  Event() { CTD_CUDA_CHECK(cudaEventCreate(&event_)); }
+  ~Event() { cudaEventDestroy(event_); }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  void record(cudaStream_t stream) { CTD_CUDA_CHECK(cudaEventRecord(event_, stream)); }
+  // Milliseconds from `start` to this event (both recorded and completed).
+  float elapsed_since(const Event& start) const {
+    CTD_CUDA_CHECK(cudaEventSynchronize(event_));
+    float ms = 0;
+    CTD_CUDA_CHECK(cudaEventElapsedTime(&ms, start.event_, event_));
+    return ms;
+  }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
+}  // namespace ctd::cuda

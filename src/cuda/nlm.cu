@@ -1,0 +1,326 @@
+// CUDA non-local means: the `naive` baseline and the `fused` kernel. Both compute the definition
+// of docs/filters.md exactly (float32, __expf), all options, mirror border.
+
+#include "cuda/backend.hpp"
+#include "cuda/cuda_check.hpp"
+#include "cuda/device_buffer.hpp"
+
+#include <ctdenoise/error.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace ctd::cuda {
+namespace {
+
+constexpr int kMaxPatchWidth = 65;  // patch radius up to 32
+
+// Everything a kernel needs, passed by value.
+struct KernelParams {
+  int nx, ny, nz;
+  int rs, rsz, rp, rpz;  // search and patch radii; z radii are 0 for 2D images
+  float inv_h2, bias, inv_norm, l1_scale;
+  int l1;          // seed 003's weighted L1 distance instead of L2
+  int centre_max;  // w(p,p) = max over q != p
+  float g[kMaxPatchWidth];  // L2: separable patch kernel factors g1(k + rp)
+};
+
+KernelParams make_params(const Dims& dims, const NlmParams& p) {
+  KernelParams k{};
+  k.nx = int(dims.nx);
+  k.ny = int(dims.ny);
+  k.nz = int(dims.nz);
+  const bool flat = dims.is_2d();
+  k.rs = p.search_radius;
+  k.rsz = flat ? 0 : p.search_radius;
+  k.rp = p.patch_radius;
+  k.rpz = flat ? 0 : p.patch_radius;
+  const int dim = flat ? 2 : 3;
+  double g_sum = 0;
+  for (int i = -k.rp; i <= k.rp; ++i) {
+    const double g = p.patch_kernel == PatchKernel::Gaussian
+                         ? std::exp(-double(i) * i / (2.0 * p.patch_sigma * p.patch_sigma))
+                         : 1.0;
+    k.g[i + k.rp] = float(g);
+    g_sum += g;
+  }
+  k.inv_norm = float(1.0 / std::pow(g_sum, dim));
+  k.inv_h2 = float(1.0 / (double(p.h) * p.h));
+  k.bias = float(2.0 * double(p.noise_sigma) * p.noise_sigma);
+  k.l1 = p.distance == PatchDistance::L1;
+  k.l1_scale = float(1.0 / (double(p.h) * std::pow(2.0 * p.patch_radius + 1, dim)));
+  k.centre_max = p.centre_weight == CentreWeight::Max;
+  return k;
+}
+
+__device__ __forceinline__ int mirror(int i, int n) {
+  if (i >= 0 && i < n) return i;
+  if (n == 1) return 0;
+  const int period = 2 * (n - 1);
+  int m = i % period;
+  if (m < 0) m += period;
+  return m < n ? m : period - m;
+}
+
+// Seed 003's L1 patch kernel: G(0) = sqrt(2), G(k) = 1/|k|.
+__device__ __forceinline__ float l1_kernel(int kx, int ky, int kz) {
+  const int r2 = kx * kx + ky * ky + kz * kz;
+  return r2 == 0 ? 1.41421356f : rsqrtf(float(r2));
+}
+
+__device__ __forceinline__ float pair_weight(float distance, const KernelParams& k) {
+  return k.l1 ? __expf(-distance * k.l1_scale) : __expf(-fmaxf(distance * k.inv_norm - k.bias, 0.0f) * k.inv_h2);
+}
+
+__device__ __forceinline__ float finish(float sum, float weight_sum, float weight_max, float centre, const KernelParams& k) {
+  const float wc = k.centre_max ? (weight_max > 0.0f ? weight_max : 1.0f) : 1.0f;
+  return (sum + wc * centre) / (weight_sum + wc);
+}
+
+// ---- naive: one thread per voxel, every read from global memory -------------------------------
+
+__global__ void nlm_naive_kernel(const float* __restrict__ u, float* __restrict__ out, KernelParams k) {
+  const long long n = (long long)k.nx * k.ny * k.nz;
+  const long long index = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (index >= n) return;
+  const int x = int(index % k.nx), y = int((index / k.nx) % k.ny), z = int(index / ((long long)k.nx * k.ny));
+  auto at = [&](int xx, int yy, int zz) {
+    return u[((long long)mirror(zz, k.nz) * k.ny + mirror(yy, k.ny)) * k.nx + mirror(xx, k.nx)];
+  };
+  float sum = 0, weight_sum = 0, weight_max = 0;
+  for (int qz = max(0, z - k.rsz); qz <= min(k.nz - 1, z + k.rsz); ++qz)
+    for (int qy = max(0, y - k.rs); qy <= min(k.ny - 1, y + k.rs); ++qy)
+      for (int qx = max(0, x - k.rs); qx <= min(k.nx - 1, x + k.rs); ++qx) {
+        if (qx == x && qy == y && qz == z) continue;  // the centre is added at the end
+        float distance = 0;
+        for (int kz = -k.rpz; kz <= k.rpz; ++kz)
+          for (int ky = -k.rp; ky <= k.rp; ++ky)
+            for (int kx = -k.rp; kx <= k.rp; ++kx) {
+              const float d = at(x + kx, y + ky, z + kz) - at(qx + kx, qy + ky, qz + kz);
+              distance += k.l1 ? l1_kernel(kx, ky, kz) * fabsf(d)
+                               : k.g[kx + k.rp] * k.g[ky + k.rp] * k.g[kz + k.rpz] * d * d;
+            }
+        const float w = pair_weight(distance, k);
+        sum += w * u[((long long)qz * k.ny + qy) * k.nx + qx];
+        weight_sum += w;
+        weight_max = fmaxf(weight_max, w);
+      }
+  out[index] = finish(sum, weight_sum, weight_max, u[index], k);
+}
+
+// ---- fused: a tile and its apron in shared memory, one displacement at a time --------------
+//
+// A block owns a TX x TY x TZ tile of outputs (one thread per (x, y), TZ outputs along z). It
+// loads the tile plus the search and patch aprons (mirror border applied) into shared memory
+// once. Then, for every displacement d of the search window, it forms the difference image E of
+// the tile plus the patch apron, sums it over the patch (separably for L2: x, then y, then z; the
+// whole kernel for L1), turns the distance into a weight and accumulates in registers. Nothing
+// goes through global memory but the input (once) and the output (once), and every voxel sums its
+// terms in the same order of displacements: deterministic.
+
+constexpr int kTileX = 32, kTileY = 8;
+
+struct FusedLayout {
+  int ax, ay, az;  // search + patch apron
+  int ux, uy, uz;  // U extents
+  int ex, ey, ez;  // E extents (tile + patch apron)
+  std::size_t u_size, e_size, hx_size;
+  std::size_t bytes() const { return (u_size + e_size + hx_size) * sizeof(float); }
+};
+
+__host__ __device__ inline FusedLayout fused_layout(const KernelParams& k, int tile_z) {
+  FusedLayout l{};
+  l.ax = k.rs + k.rp;
+  l.ay = k.rs + k.rp;
+  l.az = k.rsz + k.rpz;
+  l.ux = kTileX + 2 * l.ax;
+  l.uy = kTileY + 2 * l.ay;
+  l.uz = tile_z + 2 * l.az;
+  l.ex = kTileX + 2 * k.rp;
+  l.ey = kTileY + 2 * k.rp;
+  l.ez = tile_z + 2 * k.rpz;
+  l.u_size = std::size_t(l.ux) * l.uy * l.uz;
+  l.e_size = std::size_t(l.ex) * l.ey * l.ez;
+  l.hx_size = k.l1 ? 0 : std::size_t(kTileX) * l.ey * l.ez;
+  return l;
+}
+
+template <int TZ>
+__global__ void __launch_bounds__(kTileX* kTileY) nlm_fused_kernel(const float* __restrict__ u, float* __restrict__ out,
+                                                                   KernelParams k) {
+  extern __shared__ float shared[];
+  const FusedLayout l = fused_layout(k, TZ);
+  float* U = shared;
+  float* E = U + l.u_size;
+  float* Hx = E + l.e_size;
+  float* Hxy = E;  // E is dead once Hx is formed
+
+  const int x0 = blockIdx.x * kTileX, y0 = blockIdx.y * kTileY, z0 = blockIdx.z * TZ;
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int tid = ty * kTileX + tx, threads = kTileX * kTileY;
+
+  for (int i = tid; i < int(l.u_size); i += threads) {
+    const int ix = i % l.ux, iy = (i / l.ux) % l.uy, iz = i / (l.ux * l.uy);
+    const int gx = mirror(x0 - l.ax + ix, k.nx), gy = mirror(y0 - l.ay + iy, k.ny), gz = mirror(z0 - l.az + iz, k.nz);
+    U[i] = u[((long long)gz * k.ny + gy) * k.nx + gx];
+  }
+  __syncthreads();
+
+  const int x = x0 + tx, y = y0 + ty;
+  float sum[TZ], weight_sum[TZ], weight_max[TZ];
+#pragma unroll
+  for (int t = 0; t < TZ; ++t) sum[t] = weight_sum[t] = weight_max[t] = 0.0f;
+
+  // U index of tile voxel (i, j, t) shifted by (dx, dy, dz).
+  auto u_at = [&](int i, int j, int t, int dx, int dy, int dz) {
+    return U[((t + l.az + dz) * l.uy + (j + l.ay + dy)) * l.ux + (i + l.ax + dx)];
+  };
+
+  for (int dz = -k.rsz; dz <= k.rsz; ++dz)
+    for (int dy = -k.rs; dy <= k.rs; ++dy)
+      for (int dx = -k.rs; dx <= k.rs; ++dx) {
+        if (dx == 0 && dy == 0 && dz == 0) continue;
+        // E over the tile plus the patch apron.
+        for (int i = tid; i < int(l.e_size); i += threads) {
+          const int ex = i % l.ex - k.rp, ey = (i / l.ex) % l.ey - k.rp, ez = i / (l.ex * l.ey) - k.rpz;
+          const float d = u_at(ex, ey, ez, 0, 0, 0) - u_at(ex, ey, ez, dx, dy, dz);
+          E[i] = k.l1 ? fabsf(d) : d * d;
+        }
+        __syncthreads();
+        if (!k.l1) {
+          for (int i = tid; i < int(l.hx_size); i += threads) {
+            const int hx = i % kTileX, row = i / kTileX;
+            const float* e = E + row * l.ex + hx;
+            float s = 0;
+            for (int kx = 0; kx <= 2 * k.rp; ++kx) s += k.g[kx] * e[kx];
+            Hx[i] = s;
+          }
+          __syncthreads();
+          for (int i = tid; i < kTileX * kTileY * l.ez; i += threads) {
+            const int hx = i % kTileX, hy = (i / kTileX) % kTileY, hz = i / (kTileX * kTileY);
+            const float* h = Hx + (hz * l.ey + hy) * kTileX + hx;
+            float s = 0;
+            for (int ky = 0; ky <= 2 * k.rp; ++ky) s += k.g[ky] * h[ky * kTileX];
+            Hxy[i] = s;
+          }
+          __syncthreads();
+        }
+        const bool qx_inside = x + dx >= 0 && x + dx < k.nx, qy_inside = y + dy >= 0 && y + dy < k.ny;
+#pragma unroll
+        for (int t = 0; t < TZ; ++t) {
+          const int z = z0 + t;
+          if (!(qx_inside && qy_inside && z + dz >= 0 && z + dz < k.nz)) continue;
+          float distance = 0;
+          if (k.l1) {
+            for (int kz = -k.rpz; kz <= k.rpz; ++kz)
+              for (int ky = -k.rp; ky <= k.rp; ++ky)
+                for (int kx = -k.rp; kx <= k.rp; ++kx) {
+                  distance += l1_kernel(kx, ky, kz) *
+                              E[((t + kz + k.rpz) * l.ey + ty + ky + k.rp) * l.ex + tx + kx + k.rp];
+                }
+          } else {
+            for (int kz = 0; kz <= 2 * k.rpz; ++kz) {
+              distance += k.g[kz + k.rp - k.rpz] * Hxy[((t + kz) * kTileY + ty) * kTileX + tx];
+            }
+          }
+          const float w = pair_weight(distance, k);
+          sum[t] += w * u_at(tx, ty, t, dx, dy, dz);
+          weight_sum[t] += w;
+          weight_max[t] = fmaxf(weight_max[t], w);
+        }
+        __syncthreads();  // the next displacement overwrites E/Hxy
+      }
+
+  if (x >= k.nx || y >= k.ny) return;
+#pragma unroll
+  for (int t = 0; t < TZ; ++t) {
+    const int z = z0 + t;
+    if (z < k.nz) out[((long long)z * k.ny + y) * k.nx + x] = finish(sum[t], weight_sum[t], weight_max[t], u_at(tx, ty, t, 0, 0, 0), k);
+  }
+}
+
+constexpr int kTileZ3d = 4;
+
+std::size_t max_shared_bytes() {
+  int device = 0, bytes = 0;
+  CTD_CUDA_CHECK(cudaGetDevice(&device));
+  CTD_CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  return std::size_t(bytes);
+}
+
+void require_device() {
+  std::string why;
+  if (!device_present(&why)) throw Error(ErrorKind::Cuda, why);
+}
+
+}  // namespace
+
+void check_nlm_supported(const Dims& dims, const NlmParams& params, NlmAlgorithm algorithm) {
+  require_device();
+  if (algorithm != NlmAlgorithm::Naive && algorithm != NlmAlgorithm::Fused) {
+    throw Error(ErrorKind::Unsupported, "the NLM algorithm '" + std::string(to_string(algorithm)) +
+                                            "' is not available on CUDA (available: auto, naive, fused)");
+  }
+  if (2 * params.patch_radius + 1 > kMaxPatchWidth) {
+    throw Error(ErrorKind::Unsupported, "patch_radius " + std::to_string(params.patch_radius) +
+                                            " is too large for the CUDA kernels (at most " +
+                                            std::to_string((kMaxPatchWidth - 1) / 2) + ")");
+  }
+  if (dims.nx > (1 << 30) / std::max<std::int64_t>(1, dims.ny * dims.nz) && dims.count() >= (std::int64_t(1) << 31)) {
+    throw Error(ErrorKind::Unsupported, "volumes of 2^31 voxels or more are not supported on CUDA yet");
+  }
+  if (algorithm == NlmAlgorithm::Fused) {
+    const KernelParams k = make_params(dims, params);
+    const std::size_t need = fused_layout(k, dims.is_2d() ? 1 : kTileZ3d).bytes();
+    if (need > max_shared_bytes()) {
+      throw Error(ErrorKind::Unsupported,
+                  "the fused kernel needs " + std::to_string(need / 1024) + " KiB of shared memory for this search "
+                  "window, more than the device has per block; use --algorithm naive");
+    }
+  }
+}
+
+void nlm_device(const float* in, float* out, const Dims& dims, const NlmParams& params, NlmAlgorithm algorithm,
+                CudaStream stream) {
+  const KernelParams k = make_params(dims, params);
+  if (algorithm == NlmAlgorithm::Naive) {
+    const int block = 256;
+    const long long blocks = (dims.count() + block - 1) / block;
+    nlm_naive_kernel<<<unsigned(blocks), block, 0, stream>>>(in, out, k);
+    CTD_CUDA_CHECK_LAUNCH();
+    return;
+  }
+  const dim3 block(kTileX, kTileY);
+  auto launch = [&](auto kernel, int tile_z) {
+    const std::size_t bytes = fused_layout(k, tile_z).bytes();
+    CTD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+    const dim3 grid(unsigned((dims.nx + kTileX - 1) / kTileX), unsigned((dims.ny + kTileY - 1) / kTileY),
+                    unsigned((dims.nz + tile_z - 1) / tile_z));
+    kernel<<<grid, block, bytes, stream>>>(in, out, k);
+    CTD_CUDA_CHECK_LAUNCH();
+  };
+  if (dims.is_2d()) {
+    launch(nlm_fused_kernel<1>, 1);
+  } else {
+    launch(nlm_fused_kernel<kTileZ3d>, kTileZ3d);
+  }
+}
+
+void nlm_host(ConstVolumeView<float> in, VolumeView<float> out, const NlmParams& params, NlmAlgorithm algorithm) {
+  const std::size_t n = std::size_t(in.dims.count());
+  std::size_t free_bytes = 0, total_bytes = 0;
+  CTD_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  if (2 * n * sizeof(float) > free_bytes) {
+    throw Error(ErrorKind::OutOfMemory, "the volume needs " + std::to_string(2 * n * sizeof(float) >> 20) +
+                                            " MiB of device memory, " + std::to_string(free_bytes >> 20) + " MiB are free");
+  }
+  Stream stream;
+  DeviceBuffer<float> d_in(n), d_out(n);
+  CTD_CUDA_CHECK(cudaMemcpyAsync(d_in.data(), in.data, n * sizeof(float), cudaMemcpyHostToDevice, stream.get()));
+  nlm_device(d_in.data(), d_out.data(), in.dims, params, algorithm, stream.get());
+  CTD_CUDA_CHECK(cudaMemcpyAsync(out.data, d_out.data(), n * sizeof(float), cudaMemcpyDeviceToHost, stream.get()));
+  stream.synchronize();
+}
+
+}  // namespace ctd::cuda

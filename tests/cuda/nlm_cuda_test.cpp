@@ -1,0 +1,206 @@
+// CUDA NLM variants against the naive double-precision reference and the CPU backend, on the
+// device. Without a CUDA device every test here is skipped, never passed.
+
+#include "common/test_util.hpp"
+
+#include <ctdenoise/ctdenoise.hpp>
+
+#if CTD_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+#include <fstream>
+
+namespace {
+
+using testing_util::compare;
+
+#define CTD_REQUIRE_CUDA_DEVICE() \
+  if (ctd::cuda_device_name().empty()) GTEST_SKIP() << "no CUDA device"
+
+const ctd::NlmAlgorithm kVariants[] = {ctd::NlmAlgorithm::Naive, ctd::NlmAlgorithm::Fused};
+
+struct Case {
+  const char* name;
+  ctd::Dims dims;
+  int search_radius, patch_radius;
+  float h = 40, noise_sigma = 0;
+  ctd::PatchKernel kernel = ctd::PatchKernel::Uniform;
+  float patch_sigma = 1;
+  ctd::PatchDistance distance = ctd::PatchDistance::L2;
+  ctd::CentreWeight centre = ctd::CentreWeight::Formula;
+};
+
+const Case kCases[] = {
+    {"single voxel", {1, 1, 1}, 2, 1},
+    {"single row 2D", {9, 1, 1}, 2, 1},
+    {"odd 2D larger than a tile", {45, 19, 1}, 3, 2},
+    {"2D radii larger than image", {5, 4, 1}, 7, 6},
+    {"2x2x2", {2, 2, 2}, 1, 1},
+    {"odd non-cubic 3D", {37, 11, 9}, 2, 1},
+    {"3D N4-like radii", {23, 13, 7}, 4, 2},
+    {"3D radii larger than volume", {4, 3, 3}, 5, 4},
+    {"one-voxel-wide 3D", {1, 5, 6}, 2, 1},
+    {"gaussian patch 2D", {34, 9, 1}, 3, 2, 40, 0, ctd::PatchKernel::Gaussian, 1.3f},
+    {"gaussian patch 3D", {17, 6, 5}, 2, 2, 40, 0, ctd::PatchKernel::Gaussian, 0.8f},
+    {"noise bias 3D", {18, 9, 6}, 2, 1, 30, 9},
+    {"L1 2D", {33, 10, 1}, 3, 2, 20, 0, ctd::PatchKernel::Uniform, 1, ctd::PatchDistance::L1},
+    {"L1 3D", {16, 5, 6}, 2, 1, 20, 0, ctd::PatchKernel::Uniform, 1, ctd::PatchDistance::L1},
+    {"centre max 2D", {40, 8, 1}, 2, 1, 40, 0, ctd::PatchKernel::Uniform, 1, ctd::PatchDistance::L2, ctd::CentreWeight::Max},
+    {"centre max 3D", {15, 6, 5}, 2, 1, 40, 0, ctd::PatchKernel::Uniform, 1, ctd::PatchDistance::L2, ctd::CentreWeight::Max},
+};
+
+ctd::NlmParams to_params(const Case& c, ctd::NlmAlgorithm algorithm) {
+  ctd::NlmParams p;
+  p.search_radius = c.search_radius;
+  p.patch_radius = c.patch_radius;
+  p.h = c.h;
+  p.noise_sigma = c.noise_sigma;
+  p.patch_kernel = c.kernel;
+  p.patch_sigma = c.patch_sigma;
+  p.distance = c.distance;
+  p.centre_weight = c.centre;
+  p.algorithm = algorithm;
+  return p;
+}
+
+ref::NlmSettings to_ref(const Case& c) {
+  ref::NlmSettings s;
+  s.search_radius = c.search_radius;
+  s.patch_radius = c.patch_radius;
+  s.h = c.h;
+  s.noise_sigma = c.noise_sigma;
+  s.gaussian_patch = c.kernel == ctd::PatchKernel::Gaussian;
+  s.patch_sigma = c.patch_sigma;
+  s.l1 = c.distance == ctd::PatchDistance::L1;
+  s.centre_max = c.centre == ctd::CentreWeight::Max;
+  return s;
+}
+
+ctd::Volume run_cuda(const ctd::Volume& in, const ctd::NlmParams& p) {
+  ctd::Volume out(in.dims());
+  std::fill(out.data(), out.data() + out.size(), -12345.0f);  // poison: every voxel must be written
+  ctd::ExecContext cuda;
+  cuda.device = ctd::Device::Cuda;
+  const auto run = ctd::nlm(in.view(), out.view(), p, cuda);
+  EXPECT_EQ(run.device, ctd::Device::Cuda);
+  EXPECT_EQ(run.algorithm, ctd::to_string(p.algorithm));
+  return out;
+}
+
+class NlmCuda : public ::testing::TestWithParam<Case> {};
+
+TEST_P(NlmCuda, EveryVariantMatchesTheReference) {
+  CTD_REQUIRE_CUDA_DEVICE();
+  const Case& c = GetParam();
+  for (int pattern = 0; pattern < 2; ++pattern) {
+    const ctd::Volume in = pattern == 0 ? testing_util::random_volume(c.dims, 777)
+                                        : testing_util::structured_volume(c.dims, 31);
+    const auto expected = ref::nlm(testing_util::to_ref(in), to_ref(c));
+    for (auto algorithm : kVariants) {
+      const ctd::Volume out = run_cuda(in, to_params(c, algorithm));
+      const auto cmp = compare(out, expected);
+      EXPECT_LE(cmp.relative_l2, 1e-5) << c.name << " " << ctd::to_string(algorithm) << " pattern " << pattern << ": "
+                                       << cmp.where(in.dims());
+      RecordProperty(std::string(ctd::to_string(algorithm)) + "_max_abs_error_pattern" + std::to_string(pattern),
+                     std::to_string(cmp.max_abs));
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, NlmCuda, ::testing::ValuesIn(kCases), testing_util::case_name);
+
+TEST(NlmCudaProperties, BitIdenticalRerunsAndCloseToCpu) {
+  CTD_REQUIRE_CUDA_DEVICE();
+  const ctd::Volume in = testing_util::structured_volume({70, 41, 13}, 8);
+  for (auto algorithm : kVariants) {
+    ctd::NlmParams p;
+    p.h = 25;
+    p.search_radius = 3;
+    p.patch_radius = 2;
+    p.algorithm = algorithm;
+    const ctd::Volume a = run_cuda(in, p), b = run_cuda(in, p);
+    EXPECT_TRUE(testing_util::bit_identical(a, b)) << ctd::to_string(algorithm);
+    ctd::Volume cpu(in.dims());
+    p.algorithm = ctd::NlmAlgorithm::Auto;
+    ctd::ExecContext context;
+    context.device = ctd::Device::Cpu;
+    ctd::nlm(in.view(), cpu.view(), p, context);
+    std::vector<double> cpu_values(cpu.data(), cpu.data() + cpu.size());
+    EXPECT_LE(compare(a, cpu_values).relative_l2, 1e-5) << ctd::to_string(algorithm);
+  }
+}
+
+TEST(NlmCudaProperties, RealCtCropFromTheSiemensSeries) {
+  CTD_REQUIRE_CUDA_DEVICE();
+  // Written by bench/make_device_data.sh (HU, float32, 96 x 80 x 12); carried to the device.
+  const std::string path = CTD_SOURCE_DIR "/.devdata/siemens_crop_96x80x12_f32.raw";
+  std::ifstream file(path, std::ios::binary);
+  if (!file) GTEST_SKIP() << "no real CT crop at " << path;
+  ctd::Volume in({96, 80, 12});
+  file.read(reinterpret_cast<char*>(in.data()), std::streamsize(in.size() * 4));
+  ASSERT_TRUE(file);
+  for (auto algorithm : kVariants) {
+    ctd::NlmParams p;
+    p.h = 25;
+    p.search_radius = 3;
+    p.patch_radius = 1;
+    p.algorithm = algorithm;
+    ref::NlmSettings s;
+    s.h = 25;
+    s.search_radius = 3;
+    s.patch_radius = 1;
+    const auto cmp = compare(run_cuda(in, p), ref::nlm(testing_util::to_ref(in), s));
+    EXPECT_LE(cmp.relative_l2, 1e-5) << ctd::to_string(algorithm) << ": " << cmp.where(in.dims());
+  }
+}
+
+TEST(NlmCudaProperties, UnsupportedRequestsAreClearErrors) {
+  CTD_REQUIRE_CUDA_DEVICE();
+  const ctd::Volume in = testing_util::random_volume({16, 16, 1}, 1);
+  ctd::Volume out(in.dims());
+  ctd::ExecContext cuda;
+  cuda.device = ctd::Device::Cuda;
+  ctd::NlmParams p;
+  p.h = 10;
+  p.algorithm = ctd::NlmAlgorithm::Displacement;
+  EXPECT_TRUE(testing_util::throws_kind([&] { ctd::nlm(in.view(), out.view(), p, cuda); }, ctd::ErrorKind::Unsupported));
+  p.algorithm = ctd::NlmAlgorithm::Fused;
+  p.search_radius = 200;  // the apron no longer fits in shared memory
+  EXPECT_TRUE(testing_util::throws_kind([&] { ctd::nlm(in.view(), out.view(), p, cuda); }, ctd::ErrorKind::Unsupported));
+}
+
+#if CTD_HAVE_CUDA
+TEST(NlmCudaDeviceApi, QueuesOnTheCallersStreamWithoutAllocating) {
+  CTD_REQUIRE_CUDA_DEVICE();
+  const ctd::Volume in = testing_util::structured_volume({50, 30, 7}, 4);
+  const std::size_t bytes = std::size_t(in.size()) * sizeof(float);
+  float *d_in = nullptr, *d_out = nullptr;
+  ASSERT_EQ(cudaMalloc(&d_in, bytes), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&d_out, bytes), cudaSuccess);
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(d_in, in.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
+  ctd::NlmParams p;
+  p.h = 25;
+  p.search_radius = 2;
+  size_t free_before = 0, free_after = 0, total = 0;
+  cudaMemGetInfo(&free_before, &total);
+  for (int iteration = 0; iteration < 3; ++iteration) ctd::nlm_device(d_in, d_out, in.dims(), p, stream);
+  cudaMemGetInfo(&free_after, &total);
+  EXPECT_EQ(free_before, free_after) << "no device allocation per call";
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  ctd::Volume out(in.dims());
+  ASSERT_EQ(cudaMemcpy(out.data(), d_out, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  ctd::Volume host(in.dims());
+  ctd::ExecContext cuda;
+  cuda.device = ctd::Device::Cuda;
+  ctd::nlm(in.view(), host.view(), p, cuda);
+  EXPECT_TRUE(testing_util::bit_identical(out, host));
+  cudaStreamDestroy(stream);
+  cudaFree(d_in);
+  cudaFree(d_out);
+}
+#endif
+
+}  // namespace
