@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <type_traits>
 
 namespace ctd::cuda {
 namespace {
@@ -98,8 +99,8 @@ __global__ void nlm_naive_kernel(const float* __restrict__ u, float* __restrict_
           for (int ky = -k.rp; ky <= k.rp; ++ky)
             for (int kx = -k.rp; kx <= k.rp; ++kx) {
               const float d = at(x + kx, y + ky, z + kz) - at(qx + kx, qy + ky, qz + kz);
-              distance += k.l1 ? l1_kernel(kx, ky, kz) * fabsf(d)
-                               : k.g[kx + k.rp] * k.g[ky + k.rp] * k.g[kz + k.rpz] * d * d;
+              const float gz = k.rpz ? k.g[kz + k.rp] : 1.0f;  // 2D: no z factor
+              distance += k.l1 ? l1_kernel(kx, ky, kz) * fabsf(d) : k.g[kx + k.rp] * k.g[ky + k.rp] * gz * d * d;
             }
         const float w = pair_weight(distance, k);
         sum += w * u[((long long)qz * k.ny + qy) * k.nx + qx];
@@ -146,10 +147,14 @@ __host__ __device__ inline FusedLayout fused_layout(const KernelParams& k, int t
   return l;
 }
 
-template <int TZ>
+// TZ = 1 for 2D images (the z pass disappears); RP > 0 fixes the patch radius at compile time so
+// the patch loops unroll (RP = 0: the radius is read at run time).
+template <int TZ, int RP>
 __global__ void __launch_bounds__(kTileX* kTileY) nlm_fused_kernel(const float* __restrict__ u, float* __restrict__ out,
                                                                    KernelParams k) {
   extern __shared__ float shared[];
+  const int rp = RP > 0 ? RP : k.rp;
+  const int rpz = TZ > 1 ? rp : 0;
   const FusedLayout l = fused_layout(k, TZ);
   float* U = shared;
   float* E = U + l.u_size;
@@ -169,42 +174,49 @@ __global__ void __launch_bounds__(kTileX* kTileY) nlm_fused_kernel(const float* 
 
   const int x = x0 + tx, y = y0 + ty;
   float sum[TZ], weight_sum[TZ], weight_max[TZ];
+  int centre[TZ];  // U index of this thread's outputs
 #pragma unroll
-  for (int t = 0; t < TZ; ++t) sum[t] = weight_sum[t] = weight_max[t] = 0.0f;
-
-  // U index of tile voxel (i, j, t) shifted by (dx, dy, dz).
-  auto u_at = [&](int i, int j, int t, int dx, int dy, int dz) {
-    return U[((t + l.az + dz) * l.uy + (j + l.ay + dy)) * l.ux + (i + l.ax + dx)];
-  };
+  for (int t = 0; t < TZ; ++t) {
+    sum[t] = weight_sum[t] = weight_max[t] = 0.0f;
+    centre[t] = ((t + l.az) * l.uy + ty + l.ay) * l.ux + tx + l.ax;
+  }
 
   for (int dz = -k.rsz; dz <= k.rsz; ++dz)
     for (int dy = -k.rs; dy <= k.rs; ++dy)
       for (int dx = -k.rs; dx <= k.rs; ++dx) {
         if (dx == 0 && dy == 0 && dz == 0) continue;
-        // E over the tile plus the patch apron.
-        for (int i = tid; i < int(l.e_size); i += threads) {
-          const int ex = i % l.ex - k.rp, ey = (i / l.ex) % l.ey - k.rp, ez = i / (l.ex * l.ey) - k.rpz;
-          const float d = u_at(ex, ey, ez, 0, 0, 0) - u_at(ex, ey, ez, dx, dy, dz);
-          E[i] = k.l1 ? fabsf(d) : d * d;
+        const int shift = (dz * l.uy + dy) * l.ux + dx;  // U offset from p to q = p + d
+        // E over the tile plus the patch apron: rows (z, y) across threadIdx.y, x across threadIdx.x.
+        for (int row = ty; row < l.ey * l.ez; row += kTileY) {
+          const int ez = row / l.ey, ey = row - ez * l.ey;
+          const float* a = U + ((ez - rpz + l.az) * l.uy + ey - rp + l.ay) * l.ux + l.ax - rp;
+          for (int ex = tx; ex < l.ex; ex += kTileX) {
+            const float d = a[ex] - a[ex + shift];
+            E[row * l.ex + ex] = k.l1 ? fabsf(d) : d * d;
+          }
         }
         __syncthreads();
         if (!k.l1) {
-          for (int i = tid; i < int(l.hx_size); i += threads) {
-            const int hx = i % kTileX, row = i / kTileX;
-            const float* e = E + row * l.ex + hx;
+          // x pass: one row per thread row, one x per lane.
+          for (int row = ty; row < l.ey * l.ez; row += kTileY) {
+            const float* e = E + row * l.ex + tx;
             float s = 0;
-            for (int kx = 0; kx <= 2 * k.rp; ++kx) s += k.g[kx] * e[kx];
-            Hx[i] = s;
+#pragma unroll
+            for (int kx = 0; kx <= 2 * rp; ++kx) s += k.g[kx] * e[kx];
+            Hx[row * kTileX + tx] = s;
           }
           __syncthreads();
-          for (int i = tid; i < kTileX * kTileY * l.ez; i += threads) {
-            const int hx = i % kTileX, hy = (i / kTileX) % kTileY, hz = i / (kTileX * kTileY);
-            const float* h = Hx + (hz * l.ey + hy) * kTileX + hx;
-            float s = 0;
-            for (int ky = 0; ky <= 2 * k.rp; ++ky) s += k.g[ky] * h[ky * kTileX];
-            Hxy[i] = s;
+          if constexpr (TZ > 1) {
+            // y pass: every thread its own (x, y), for each z of the tile plus the patch apron.
+            for (int ez = 0; ez < l.ez; ++ez) {
+              const float* h = Hx + (ez * l.ey + ty) * kTileX + tx;
+              float s = 0;
+#pragma unroll
+              for (int ky = 0; ky <= 2 * rp; ++ky) s += k.g[ky] * h[ky * kTileX];
+              Hxy[(ez * kTileY + ty) * kTileX + tx] = s;
+            }
+            __syncthreads();
           }
-          __syncthreads();
         }
         const bool qx_inside = x + dx >= 0 && x + dx < k.nx, qy_inside = y + dy >= 0 && y + dy < k.ny;
 #pragma unroll
@@ -213,34 +225,36 @@ __global__ void __launch_bounds__(kTileX* kTileY) nlm_fused_kernel(const float* 
           if (!(qx_inside && qy_inside && z + dz >= 0 && z + dz < k.nz)) continue;
           float distance = 0;
           if (k.l1) {
-            for (int kz = -k.rpz; kz <= k.rpz; ++kz)
-              for (int ky = -k.rp; ky <= k.rp; ++ky)
-                for (int kx = -k.rp; kx <= k.rp; ++kx) {
-                  distance += l1_kernel(kx, ky, kz) *
-                              E[((t + kz + k.rpz) * l.ey + ty + ky + k.rp) * l.ex + tx + kx + k.rp];
+            for (int kz = -rpz; kz <= rpz; ++kz)
+              for (int ky = -rp; ky <= rp; ++ky)
+                for (int kx = -rp; kx <= rp; ++kx) {
+                  distance += l1_kernel(kx, ky, kz) * E[((t + kz + rpz) * l.ey + ty + ky + rp) * l.ex + tx + kx + rp];
                 }
+          } else if constexpr (TZ == 1) {
+            const float* h = Hx + ty * kTileX + tx;  // 2D: the y pass gives the distance
+#pragma unroll
+            for (int ky = 0; ky <= 2 * rp; ++ky) distance += k.g[ky] * h[ky * kTileX];
           } else {
-            for (int kz = 0; kz <= 2 * k.rpz; ++kz) {
-              distance += k.g[kz + k.rp - k.rpz] * Hxy[((t + kz) * kTileY + ty) * kTileX + tx];
-            }
+#pragma unroll
+            for (int kz = 0; kz <= 2 * rpz; ++kz) distance += k.g[kz] * Hxy[((t + kz) * kTileY + ty) * kTileX + tx];
           }
           const float w = pair_weight(distance, k);
-          sum[t] += w * u_at(tx, ty, t, dx, dy, dz);
+          sum[t] += w * U[centre[t] + shift];
           weight_sum[t] += w;
           weight_max[t] = fmaxf(weight_max[t], w);
         }
-        __syncthreads();  // the next displacement overwrites E/Hxy
+        __syncthreads();  // the next displacement overwrites E/Hx/Hxy
       }
 
   if (x >= k.nx || y >= k.ny) return;
 #pragma unroll
   for (int t = 0; t < TZ; ++t) {
     const int z = z0 + t;
-    if (z < k.nz) out[((long long)z * k.ny + y) * k.nx + x] = finish(sum[t], weight_sum[t], weight_max[t], u_at(tx, ty, t, 0, 0, 0), k);
+    if (z < k.nz) out[((long long)z * k.ny + y) * k.nx + x] = finish(sum[t], weight_sum[t], weight_max[t], U[centre[t]], k);
   }
 }
 
-constexpr int kTileZ3d = 4;
+constexpr int kTileZ3d = 8;
 
 std::size_t max_shared_bytes() {
   int device = 0, bytes = 0;
@@ -300,10 +314,22 @@ void nlm_device(const float* in, float* out, const Dims& dims, const NlmParams& 
     kernel<<<grid, block, bytes, stream>>>(in, out, k);
     CTD_CUDA_CHECK_LAUNCH();
   };
+  // Compile-time patch radii for the common sizes; others read it at run time.
+  auto dispatch = [&](auto tile_z) {
+    constexpr int TZ = decltype(tile_z)::value;
+    switch (k.rp) {
+      case 1: launch(nlm_fused_kernel<TZ, 1>, TZ); break;
+      case 2: launch(nlm_fused_kernel<TZ, 2>, TZ); break;
+      case 3: launch(nlm_fused_kernel<TZ, 3>, TZ); break;
+      case 4: launch(nlm_fused_kernel<TZ, 4>, TZ); break;
+      case 5: launch(nlm_fused_kernel<TZ, 5>, TZ); break;
+      default: launch(nlm_fused_kernel<TZ, 0>, TZ); break;
+    }
+  };
   if (dims.is_2d()) {
-    launch(nlm_fused_kernel<1>, 1);
+    dispatch(std::integral_constant<int, 1>{});
   } else {
-    launch(nlm_fused_kernel<kTileZ3d>, kTileZ3d);
+    dispatch(std::integral_constant<int, kTileZ3d>{});
   }
 }
 
