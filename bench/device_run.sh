@@ -18,7 +18,7 @@ echo "== build ok"
 ctest --test-dir build-dev -L cuda --output-on-failure > "$out/ctest_cuda.log" 2>&1
 grep -E "tests passed|Failed|Skipped" "$out/ctest_cuda.log" | head -20
 if [ "$sanitize" = sanitize ]; then
-  filter='*odd_2D_larger*:*odd_non_cubic_3D*:*L1_2D*:*centre_max_3D*:*gaussian_patch_3D*:*DeviceApi*:*3D_radii_larger*'
+  filter='*odd_2D_larger*:*odd_non_cubic_3D*:*centre_max_3D*:*3D_radii_larger*:*DeviceApi*'
   for tool in memcheck racecheck; do
     compute-sanitizer --tool $tool --error-exitcode 9 build-dev/tests/cuda_tests --gtest_filter="$filter" \
       > "$out/sanitizer_$tool.log" 2>&1

@@ -37,7 +37,7 @@ struct Setting {
   ctd::Dims dims;
   int search_radius, patch_radius;
   bool quick;      // part of the --quick subset
-  bool run_naive;  // the naive kernel would take minutes on the big ones
+  bool run_naive;  // naive, tiled and zslide (the papers' straightforward arithmetic) would take minutes on N4
   bool check_cpu;  // compare with the CPU backend (too slow for the largest)
 };
 
@@ -154,8 +154,10 @@ int main(int argc, char** argv) {
     }
     ctd::Volume naive_out;
     double naive_ms = -1;
-    for (auto variant : {ctd::NlmAlgorithm::Naive, ctd::NlmAlgorithm::Fused}) {
-      if (variant == ctd::NlmAlgorithm::Naive && !s.run_naive) continue;
+    for (auto variant : {ctd::NlmAlgorithm::Naive, ctd::NlmAlgorithm::Tiled, ctd::NlmAlgorithm::ZSlide,
+                         ctd::NlmAlgorithm::Fused}) {
+      if (variant != ctd::NlmAlgorithm::Fused && !s.run_naive) continue;
+      if (variant == ctd::NlmAlgorithm::ZSlide && s.dims.is_2d()) continue;
       p.algorithm = variant;
       Record r;
       r.setting = s.name;

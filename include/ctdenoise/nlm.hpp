@@ -32,6 +32,8 @@ enum class NlmAlgorithm {
   Auto,          // the fastest exact variant for the device
   Displacement,  // CPU: one pass per displacement, symmetric pairs computed once
   Naive,         // CUDA: one thread per voxel, everything from global memory (the papers' baseline)
+  Tiled,         // CUDA: seed 000, the block's apron prefetched into shared memory, then the naive loops
+  ZSlide,        // CUDA, 3D only: seed 001, each thread slides along z, planes kept in shared memory
   Fused,         // CUDA: tiles in shared memory, patch distances by separable sums, no intermediates
 };
 

@@ -42,14 +42,16 @@ std::string_view to_string(NlmAlgorithm algorithm) noexcept {
     case NlmAlgorithm::Auto: return "auto";
     case NlmAlgorithm::Displacement: return "displacement";
     case NlmAlgorithm::Naive: return "naive";
+    case NlmAlgorithm::Tiled: return "tiled";
+    case NlmAlgorithm::ZSlide: return "zslide";
     case NlmAlgorithm::Fused: return "fused";
   }
   return "?";
 }
 
 NlmAlgorithm nlm_algorithm_from_string(std::string_view name) {
-  static constexpr NlmAlgorithm kAll[] = {NlmAlgorithm::Auto, NlmAlgorithm::Displacement, NlmAlgorithm::Naive,
-                                          NlmAlgorithm::Fused};
+  static constexpr NlmAlgorithm kAll[] = {NlmAlgorithm::Auto,  NlmAlgorithm::Displacement, NlmAlgorithm::Naive,
+                                          NlmAlgorithm::Tiled, NlmAlgorithm::ZSlide,       NlmAlgorithm::Fused};
   return detail::enum_from_string(name, kAll, "NLM algorithm");
 }
 
@@ -61,11 +63,11 @@ NlmAlgorithm resolve_algorithm(NlmAlgorithm requested, Device device) {
     if (requested == NlmAlgorithm::Auto) return NlmAlgorithm::Fused;
     if (requested == NlmAlgorithm::Displacement) {
       throw Error(ErrorKind::Unsupported, "the NLM algorithm 'displacement' runs on the CPU only in this version "
-                                          "(CUDA: naive, fused)");
+                                          "(CUDA: naive, tiled, zslide, fused)");
     }
     return requested;
   }
-  if (requested == NlmAlgorithm::Naive || requested == NlmAlgorithm::Fused) {
+  if (requested != NlmAlgorithm::Auto && requested != NlmAlgorithm::Displacement) {
     throw Error(ErrorKind::Unsupported, fmt::format("the NLM algorithm '{}' runs on CUDA only (CPU: displacement)",
                                                     to_string(requested)));
   }

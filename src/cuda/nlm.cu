@@ -147,6 +147,17 @@ __host__ __device__ inline FusedLayout fused_layout(const KernelParams& k, int t
   return l;
 }
 
+// Loads the block's tile plus its search and patch aprons (mirror border) into U.
+__device__ void load_apron(float* U, const float* __restrict__ u, const KernelParams& k, const FusedLayout& l, int x0,
+                           int y0, int z0) {
+  const int tid = threadIdx.y * kTileX + threadIdx.x, threads = kTileX * kTileY;
+  for (int i = tid; i < int(l.u_size); i += threads) {
+    const int ix = i % l.ux, iy = (i / l.ux) % l.uy, iz = i / (l.ux * l.uy);
+    const int gx = mirror(x0 - l.ax + ix, k.nx), gy = mirror(y0 - l.ay + iy, k.ny), gz = mirror(z0 - l.az + iz, k.nz);
+    U[i] = u[((long long)gz * k.ny + gy) * k.nx + gx];
+  }
+}
+
 // TZ = 1 for 2D images (the z pass disappears); RP > 0 fixes the patch radius at compile time so
 // the patch loops unroll (RP = 0: the radius is read at run time).
 template <int TZ, int RP>
@@ -163,13 +174,8 @@ __global__ void __launch_bounds__(kTileX* kTileY) nlm_fused_kernel(const float* 
 
   const int x0 = blockIdx.x * kTileX, y0 = blockIdx.y * kTileY, z0 = blockIdx.z * TZ;
   const int tx = threadIdx.x, ty = threadIdx.y;
-  const int tid = ty * kTileX + tx, threads = kTileX * kTileY;
 
-  for (int i = tid; i < int(l.u_size); i += threads) {
-    const int ix = i % l.ux, iy = (i / l.ux) % l.uy, iz = i / (l.ux * l.uy);
-    const int gx = mirror(x0 - l.ax + ix, k.nx), gy = mirror(y0 - l.ay + iy, k.ny), gz = mirror(z0 - l.az + iz, k.nz);
-    U[i] = u[((long long)gz * k.ny + gy) * k.nx + gx];
-  }
+  load_apron(U, u, k, l, x0, y0, z0);
   __syncthreads();
 
   const int x = x0 + tx, y = y0 + ty;
@@ -254,6 +260,125 @@ __global__ void __launch_bounds__(kTileX* kTileY) nlm_fused_kernel(const float* 
   }
 }
 
+// ---- tiled (seed 000) and zslide (seed 001): the naive arithmetic, reading from shared memory --
+
+// Patch distance of p and q; plane_p(kz) and plane_q(kz) point at p and q shifted by kz along z,
+// rows `row` floats apart.
+template <class PlaneP, class PlaneQ>
+__device__ __forceinline__ float shared_patch_distance(const KernelParams& k, int rpz, int row, PlaneP plane_p,
+                                                       PlaneQ plane_q) {
+  float distance = 0;
+  for (int kz = -rpz; kz <= rpz; ++kz) {
+    const float* a = plane_p(kz);
+    const float* b = plane_q(kz);
+    const float gz = rpz ? k.g[kz + k.rp] : 1.0f;
+    for (int ky = -k.rp; ky <= k.rp; ++ky)
+      for (int kx = -k.rp; kx <= k.rp; ++kx) {
+        const float d = a[ky * row + kx] - b[ky * row + kx];
+        distance += k.l1 ? l1_kernel(kx, ky, kz) * fabsf(d) : gz * k.g[ky + k.rp] * k.g[kx + k.rp] * d * d;
+      }
+  }
+  return distance;
+}
+
+// seed 000 section III.B: the block's apron (Eq. 4) prefetched into shared memory (Fig. 2), the
+// fixed patch weights in constant memory (the kernel parameters), then the straightforward loops.
+template <int TZ>
+__global__ void __launch_bounds__(kTileX* kTileY) nlm_tiled_kernel(const float* __restrict__ u, float* __restrict__ out,
+                                                                   KernelParams k) {
+  extern __shared__ float U[];
+  const FusedLayout l = fused_layout(k, TZ);
+  const int x0 = blockIdx.x * kTileX, y0 = blockIdx.y * kTileY, z0 = blockIdx.z * TZ;
+  load_apron(U, u, k, l, x0, y0, z0);
+  __syncthreads();
+  const int x = x0 + threadIdx.x, y = y0 + threadIdx.y;
+  if (x >= k.nx || y >= k.ny) return;
+  const int plane = l.ux * l.uy;
+  for (int t = 0; t < TZ && z0 + t < k.nz; ++t) {
+    const int z = z0 + t;
+    const int c = ((t + l.az) * l.uy + threadIdx.y + l.ay) * l.ux + threadIdx.x + l.ax;
+    float sum = 0, weight_sum = 0, weight_max = 0;
+    for (int dz = max(-k.rsz, -z); dz <= min(k.rsz, k.nz - 1 - z); ++dz)
+      for (int dy = max(-k.rs, -y); dy <= min(k.rs, k.ny - 1 - y); ++dy)
+        for (int dx = max(-k.rs, -x); dx <= min(k.rs, k.nx - 1 - x); ++dx) {
+          if (dx == 0 && dy == 0 && dz == 0) continue;
+          const int q = c + (dz * l.uy + dy) * l.ux + dx;
+          const float distance = shared_patch_distance(
+              k, k.rpz, l.ux, [&](int kz) { return U + c + kz * plane; }, [&](int kz) { return U + q + kz * plane; });
+          const float w = pair_weight(distance, k);
+          sum += w * U[q];
+          weight_sum += w;
+          weight_max = fmaxf(weight_max, w);
+        }
+    out[((long long)z * k.ny + y) * k.nx + x] = finish(sum, weight_sum, weight_max, U[c], k);
+  }
+}
+
+// seed 001 section 4.2: one thread per (x, y) column slides along z. The block keeps the planes
+// z - A .. z + A of its tile plus apron (A = search + patch radius) in a ring in shared memory and
+// loads one new plane per step.
+struct ZSlideLayout {
+  int a, ux, uy, plane, planes;
+  std::size_t bytes() const { return std::size_t(plane) * planes * sizeof(float); }
+};
+
+__host__ __device__ inline ZSlideLayout zslide_layout(const KernelParams& k) {
+  ZSlideLayout l{};
+  l.a = k.rs + k.rp;
+  l.ux = kTileX + 2 * l.a;
+  l.uy = kTileY + 2 * l.a;
+  l.plane = l.ux * l.uy;
+  l.planes = 2 * (k.rsz + k.rpz) + 1;
+  return l;
+}
+
+__global__ void __launch_bounds__(kTileX* kTileY) nlm_zslide_kernel(const float* __restrict__ u, float* __restrict__ out,
+                                                                    KernelParams k) {
+  extern __shared__ float ring[];
+  const ZSlideLayout l = zslide_layout(k);
+  const int az = k.rsz + k.rpz;
+  const int x0 = blockIdx.x * kTileX, y0 = blockIdx.y * kTileY;
+  const int tid = threadIdx.y * kTileX + threadIdx.x, threads = kTileX * kTileY;
+  auto plane_at = [&](int z) {
+    int slot = z % l.planes;
+    if (slot < 0) slot += l.planes;
+    return ring + slot * l.plane;
+  };
+  auto load_plane = [&](int z) {
+    float* dst = plane_at(z);
+    const long long base = (long long)mirror(z, k.nz) * k.ny;
+    for (int i = tid; i < l.plane; i += threads) {
+      const int ix = i % l.ux, iy = i / l.ux;
+      dst[i] = u[(base + mirror(y0 - l.a + iy, k.ny)) * k.nx + mirror(x0 - l.a + ix, k.nx)];
+    }
+  };
+  for (int z = -az; z < az; ++z) load_plane(z);
+  const int x = x0 + threadIdx.x, y = y0 + threadIdx.y;
+  const int c = (threadIdx.y + l.a) * l.ux + threadIdx.x + l.a;
+  for (int z = 0; z < k.nz; ++z) {
+    load_plane(z + az);
+    __syncthreads();
+    if (x < k.nx && y < k.ny) {
+      float sum = 0, weight_sum = 0, weight_max = 0;
+      for (int dz = max(-k.rsz, -z); dz <= min(k.rsz, k.nz - 1 - z); ++dz)
+        for (int dy = max(-k.rs, -y); dy <= min(k.rs, k.ny - 1 - y); ++dy)
+          for (int dx = max(-k.rs, -x); dx <= min(k.rs, k.nx - 1 - x); ++dx) {
+            if (dx == 0 && dy == 0 && dz == 0) continue;
+            const int q = c + dy * l.ux + dx;
+            const float distance = shared_patch_distance(
+                k, k.rpz, l.ux, [&](int kz) { return plane_at(z + kz) + c; },
+                [&](int kz) { return plane_at(z + dz + kz) + q; });
+            const float w = pair_weight(distance, k);
+            sum += w * plane_at(z + dz)[q];
+            weight_sum += w;
+            weight_max = fmaxf(weight_max, w);
+          }
+      out[((long long)z * k.ny + y) * k.nx + x] = finish(sum, weight_sum, weight_max, plane_at(z)[c], k);
+    }
+    __syncthreads();  // the next plane replaces the oldest one
+  }
+}
+
 constexpr int kTileZ3d = 8;
 
 std::size_t max_shared_bytes() {
@@ -272,26 +397,31 @@ void require_device() {
 
 void check_nlm_supported(const Dims& dims, const NlmParams& params, NlmAlgorithm algorithm) {
   require_device();
-  if (algorithm != NlmAlgorithm::Naive && algorithm != NlmAlgorithm::Fused) {
+  if (algorithm == NlmAlgorithm::Auto || algorithm == NlmAlgorithm::Displacement) {
     throw Error(ErrorKind::Unsupported, "the NLM algorithm '" + std::string(to_string(algorithm)) +
-                                            "' is not available on CUDA (available: auto, naive, fused)");
+                                            "' is not available on CUDA (available: naive, tiled, zslide, fused)");
+  }
+  if (algorithm == NlmAlgorithm::ZSlide && dims.is_2d()) {
+    throw Error(ErrorKind::Unsupported, "zslide slides along z and needs a 3D volume; use tiled or fused for 2D images");
   }
   if (2 * params.patch_radius + 1 > kMaxPatchWidth) {
     throw Error(ErrorKind::Unsupported, "patch_radius " + std::to_string(params.patch_radius) +
                                             " is too large for the CUDA kernels (at most " +
                                             std::to_string((kMaxPatchWidth - 1) / 2) + ")");
   }
-  if (dims.nx > (1 << 30) / std::max<std::int64_t>(1, dims.ny * dims.nz) && dims.count() >= (std::int64_t(1) << 31)) {
+  if (dims.count() >= (std::int64_t(1) << 31)) {
     throw Error(ErrorKind::Unsupported, "volumes of 2^31 voxels or more are not supported on CUDA yet");
   }
-  if (algorithm == NlmAlgorithm::Fused) {
-    const KernelParams k = make_params(dims, params);
-    const std::size_t need = fused_layout(k, dims.is_2d() ? 1 : kTileZ3d).bytes();
-    if (need > max_shared_bytes()) {
-      throw Error(ErrorKind::Unsupported,
-                  "the fused kernel needs " + std::to_string(need / 1024) + " KiB of shared memory for this search "
-                  "window, more than the device has per block; use --algorithm naive");
-    }
+  const KernelParams k = make_params(dims, params);
+  const int tile_z = dims.is_2d() ? 1 : kTileZ3d;
+  std::size_t need = 0;
+  if (algorithm == NlmAlgorithm::Fused) need = fused_layout(k, tile_z).bytes();
+  if (algorithm == NlmAlgorithm::Tiled) need = fused_layout(k, tile_z).u_size * sizeof(float);
+  if (algorithm == NlmAlgorithm::ZSlide) need = zslide_layout(k).bytes();
+  if (need > max_shared_bytes()) {
+    throw Error(ErrorKind::Unsupported, "the " + std::string(to_string(algorithm)) + " kernel needs " +
+                                            std::to_string(need / 1024) + " KiB of shared memory for this search "
+                                            "window, more than the device has per block; use --algorithm naive");
   }
 }
 
@@ -306,6 +436,23 @@ void nlm_device(const float* in, float* out, const Dims& dims, const NlmParams& 
     return;
   }
   const dim3 block(kTileX, kTileY);
+  const int tile_z = dims.is_2d() ? 1 : kTileZ3d;
+  const dim3 tiles(unsigned((dims.nx + kTileX - 1) / kTileX), unsigned((dims.ny + kTileY - 1) / kTileY));
+  if (algorithm == NlmAlgorithm::Tiled) {
+    const std::size_t bytes = fused_layout(k, tile_z).u_size * sizeof(float);
+    auto kernel = dims.is_2d() ? nlm_tiled_kernel<1> : nlm_tiled_kernel<kTileZ3d>;
+    CTD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+    kernel<<<dim3(tiles.x, tiles.y, unsigned((dims.nz + tile_z - 1) / tile_z)), block, bytes, stream>>>(in, out, k);
+    CTD_CUDA_CHECK_LAUNCH();
+    return;
+  }
+  if (algorithm == NlmAlgorithm::ZSlide) {
+    const std::size_t bytes = zslide_layout(k).bytes();
+    CTD_CUDA_CHECK(cudaFuncSetAttribute(nlm_zslide_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+    nlm_zslide_kernel<<<tiles, block, bytes, stream>>>(in, out, k);
+    CTD_CUDA_CHECK_LAUNCH();
+    return;
+  }
   auto launch = [&](auto kernel, int tile_z) {
     const std::size_t bytes = fused_layout(k, tile_z).bytes();
     CTD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));

@@ -18,7 +18,13 @@ using testing_util::compare;
 #define CTD_REQUIRE_CUDA_DEVICE() \
   if (ctd::cuda_device_name().empty()) GTEST_SKIP() << "no CUDA device"
 
-const ctd::NlmAlgorithm kVariants[] = {ctd::NlmAlgorithm::Naive, ctd::NlmAlgorithm::Fused};
+const ctd::NlmAlgorithm kVariants[] = {ctd::NlmAlgorithm::Naive, ctd::NlmAlgorithm::Tiled, ctd::NlmAlgorithm::ZSlide,
+                                       ctd::NlmAlgorithm::Fused};
+
+// zslide slides along z: 2D images are refused (tested below), not filtered.
+bool applies(ctd::NlmAlgorithm algorithm, const ctd::Dims& dims) {
+  return !(algorithm == ctd::NlmAlgorithm::ZSlide && dims.is_2d());
+}
 
 struct Case {
   const char* name;
@@ -98,6 +104,7 @@ TEST_P(NlmCuda, EveryVariantMatchesTheReference) {
                                         : testing_util::structured_volume(c.dims, 31);
     const auto expected = ref::nlm(testing_util::to_ref(in), to_ref(c));
     for (auto algorithm : kVariants) {
+      if (!applies(algorithm, c.dims)) continue;
       const ctd::Volume out = run_cuda(in, to_params(c, algorithm));
       const auto cmp = compare(out, expected);
       EXPECT_LE(cmp.relative_l2, 1e-5) << c.name << " " << ctd::to_string(algorithm) << " pattern " << pattern << ": "
@@ -164,6 +171,8 @@ TEST(NlmCudaProperties, UnsupportedRequestsAreClearErrors) {
   ctd::NlmParams p;
   p.h = 10;
   p.algorithm = ctd::NlmAlgorithm::Displacement;
+  EXPECT_TRUE(testing_util::throws_kind([&] { ctd::nlm(in.view(), out.view(), p, cuda); }, ctd::ErrorKind::Unsupported));
+  p.algorithm = ctd::NlmAlgorithm::ZSlide;  // needs 3D
   EXPECT_TRUE(testing_util::throws_kind([&] { ctd::nlm(in.view(), out.view(), p, cuda); }, ctd::ErrorKind::Unsupported));
   p.algorithm = ctd::NlmAlgorithm::Fused;
   p.search_radius = 200;  // the apron no longer fits in shared memory
