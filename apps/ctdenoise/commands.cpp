@@ -151,6 +151,7 @@ void run_filter(const InputOptions& input, const RunOptions& run, FilterJob& job
         {"timings_s", {{"read", read_s}, {"filter", filter_s}, {"write", write_s}, {"total", seconds_since(start)}}},
     };
     if (result.device == Device::Cuda) report["gpu"] = cuda_device_name();
+    if (!result.details.empty()) report["details"] = result.details;
     if (!run.preview.empty()) report["preview"] = run.preview;
     io::write_text_file(report.dump(2) + "\n", run.json, run.overwrite);
   }
@@ -216,6 +217,7 @@ BilateralParams BilateralOptions::resolve() const {
   p.sigma_range = sigma_range;
   if (!radius.empty()) p.radius = parse_triple<int>(radius, "--radius", true);
   p.algorithm = bilateral_algorithm_from_string(algorithm);
+  p.accuracy_db = accuracy_db;
   validate(p);
   return p;
 }
@@ -253,6 +255,7 @@ void run_bilateral(const InputOptions& input, const RunOptions& run, const Bilat
                       {"sigma_range", p.sigma_range},
                       {"radius", r},
                       {"algorithm", options.algorithm}};
+    if (p.algorithm == BilateralAlgorithm::Compressive) job.parameters["accuracy_db"] = p.accuracy_db;
     job.description = fmt::format("ctdenoise {} bilateral sigma_spatial={}{} sigma_range={} radius={},{},{}", CTD_VERSION,
                                   p.sigma_spatial, p.spatial_unit == SpatialUnit::Voxel ? "vox" : "mm", p.sigma_range,
                                   r[0], r[1], r[2]);

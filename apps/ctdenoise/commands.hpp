@@ -46,7 +46,7 @@ struct NlmOptions {
 };
 
 struct BilateralOptions {
-  float sigma_spatial = 0, sigma_spatial_mm = 0, sigma_range = 0;
+  float sigma_spatial = 0, sigma_spatial_mm = 0, sigma_range = 0, accuracy_db = 50;
   std::string radius, algorithm = "auto";
   BilateralParams resolve() const;  // spacing is filled in from the image later
 };

@@ -79,7 +79,11 @@ int main(int argc, char** argv) {
   bf_cmd->add_option("--sigma-spatial-mm", bf.sigma_spatial_mm, "Spatial Gaussian sigma in mm (uses the voxel spacing)");
   bf_cmd->add_option("--sigma-range", bf.sigma_range, "Range Gaussian sigma in image units (HU for CT), > 0")->required();
   bf_cmd->add_option("--radius", bf.radius, "Window half-width in voxels: R or RX,RY,RZ (default ceil(3 sigma / spacing))");
-  bf_cmd->add_option("--algorithm", bf.algorithm, "Variant: auto, direct (CPU)")->capture_default_str();
+  bf_cmd->add_option("--algorithm", bf.algorithm, "Variant: auto, direct (exact), compressive (approximate, CPU)")
+      ->capture_default_str();
+  bf_cmd->add_option("--accuracy-db", bf.accuracy_db,
+                     "compressive: PSNR in dB against the exact filter over the value range")
+      ->capture_default_str();
   add_input_options(*bf_cmd, input);
   add_run_options(*bf_cmd, run);
 

@@ -20,8 +20,10 @@ enum class SpatialUnit {
 };
 
 enum class BilateralAlgorithm {
-  Auto,    // the fastest exact variant for the device
-  Direct,  // CPU: direct sum over the window, spatial weights tabulated
+  Auto,         // the fastest exact variant for the device
+  Direct,       // CPU: direct sum over the window, spatial weights tabulated
+  Compressive,  // CPU, approximate (seed 002 / Sugimoto & Kamata 2015): the range kernel as a cosine
+                // series, so the filter becomes 4M + 2 separable Gaussian filters; see accuracy_db
 };
 
 struct BilateralParams {
@@ -33,7 +35,20 @@ struct BilateralParams {
   std::optional<std::array<int, 3>> radius;
   std::array<double, 3> spacing{1.0, 1.0, 1.0};  // mm per voxel, used with SpatialUnit::Millimetre
   BilateralAlgorithm algorithm = BilateralAlgorithm::Auto;
+  // Compressive only: the accuracy asked for, as PSNR in dB of the result against the exact
+  // filter over the input's value range (> 0; 50 dB by default, as in seed 002).
+  float accuracy_db = 50.0f;
 };
+
+// The cosine series the compressive filter uses: period T (image units) and M terms. For data
+// spanning `value_range` (max - min) it is chosen so that both errors of the series, the
+// periodic copies of the range kernel (T beyond the range) and the dropped terms (after M), stay
+// below eps = 10^(-(accuracy_db - 20) / 20) of the series' DC term; docs/filters.md derives it.
+struct CompressiveSettings {
+  double period = 0;
+  int terms = 0;
+};
+CompressiveSettings compressive_settings(const BilateralParams& params, double value_range);
 
 // Throws ctd::Error(InvalidArgument) naming the field and value; never clamps.
 void validate(const BilateralParams& params);

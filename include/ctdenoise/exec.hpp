@@ -2,6 +2,7 @@
 // Where and how a filter runs.
 
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -41,6 +42,7 @@ struct FilterRun {
   Device device = Device::Cpu;
   std::string algorithm;  // the variant that ran (never "auto")
   int threads = 1;  // CPU threads used (0 on CUDA)
+  std::map<std::string, double> details;  // variant-specific facts, e.g. the compressive period and terms
 };
 
 }  // namespace ctd

@@ -86,12 +86,12 @@ FilterRun nlm(ConstVolumeView<float> in, VolumeView<float> out, const NlmParams&
     cuda::check_nlm_supported(in.dims, params, algorithm);
     cuda::nlm_host(run.input, out, params, algorithm);
     if (context.progress) context.progress(1.0);
-    return {Device::Cuda, std::string(to_string(algorithm)), 0};
+    return {Device::Cuda, std::string(to_string(algorithm)), 0, {}};
   }
 #endif
   cpu::ThreadPool pool(run.threads);
   cpu::nlm_displacement(run.input, out, params, pool, context.progress);
-  return {run.device, std::string(to_string(algorithm)), run.threads};
+  return {run.device, std::string(to_string(algorithm)), run.threads, {}};
 }
 
 FilterRun nlm_device(const float* device_in, float* device_out, const Dims& dims, const NlmParams& params,
@@ -104,7 +104,7 @@ FilterRun nlm_device(const float* device_in, float* device_out, const Dims& dims
   const NlmAlgorithm algorithm = resolve_algorithm(params.algorithm, Device::Cuda);
   cuda::check_nlm_supported(dims, params, algorithm);
   cuda::nlm_device(device_in, device_out, dims, params, algorithm, stream);
-  return {Device::Cuda, std::string(to_string(algorithm)), 0};
+  return {Device::Cuda, std::string(to_string(algorithm)), 0, {}};
 #else
   (void)device_in, (void)device_out, (void)stream;
   throw Error(ErrorKind::Unsupported, "this build of ctdenoise has no CUDA backend");

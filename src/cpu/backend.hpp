@@ -21,4 +21,9 @@ void nlm_displacement(ConstVolumeView<float> in, VolumeView<float> out, const Nl
 void bilateral_direct(ConstVolumeView<float> in, VolumeView<float> out, const BilateralParams& params,
                       const std::array<int, 3>& radius, ThreadPool& pool, const Progress& progress);
 
+// Compressive (approximate) bilateral filter: 4M + 2 separable Gaussian filters. Returns the
+// cosine series it used.
+CompressiveSettings bilateral_compressive(ConstVolumeView<float> in, VolumeView<float> out, const BilateralParams& params,
+                                          const std::array<int, 3>& radius, ThreadPool& pool, const Progress& progress);
+
 }  // namespace ctd::cpu

@@ -104,6 +104,21 @@ TEST(Cli, BilateralInMillimetresOnRealDicom) {
   EXPECT_EQ(out.info.attributes.at("PatientName"), "CompressedSamples^CT1");
 }
 
+TEST(Cli, CompressiveBilateralReportsItsSeries) {
+  TempDir dir;
+  make_input(dir, "in.nii.gz");
+  const Result r = run(dir, "bilateral in.nii.gz out.nii.gz --algorithm compressive --sigma-spatial 1.5 "
+                            "--sigma-range 30 --accuracy-db 45 --json r.json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto report = nlohmann::json::parse(slurp(dir / "r.json"));
+  EXPECT_EQ(report["algorithm"], "compressive");
+  EXPECT_EQ(report["parameters"]["accuracy_db"], 45.0);
+  EXPECT_GE(report["details"]["terms"].get<double>(), 1.0);
+  EXPECT_GT(report["details"]["period"].get<double>(), 0.0);
+  EXPECT_EQ(run(dir, "bilateral in.nii.gz o2.nii.gz --algorithm compressive --sigma-spatial 1 --sigma-range 30 "
+                     "--accuracy-db 0").code, 2);
+}
+
 TEST(Cli, InfoDescribesAnImage) {
   TempDir dir;
   make_input(dir, "in.nrrd");

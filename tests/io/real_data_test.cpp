@@ -123,6 +123,35 @@ TEST(RealData, CtHeadBigEndianRaw) {
   EXPECT_EQ(range(ctd::io::read_image(raw, options).volume).second, 65291);
 }
 
+TEST(RealData, CompressiveBilateralOnCtHeadReaches50Db) {
+  // Seed 002 tests on CThead; a 96 x 96 x 24 crop keeps the exact 3D filter quick.
+  CTD_REQUIRE_SHARED_DATA();
+  TempDir dir;
+  const fs::path raw = concatenate(data("cthead_stanford"), "CThead", 113, dir / "cthead.raw");
+  ctd::io::ReadOptions options;
+  options.raw = ctd::io::RawLayout{{256, 256, 113}, PixelType::UInt16, ctd::io::ByteOrder::Big, {1, 1, 2}, 0};
+  const auto head = ctd::io::read_image(raw, options).volume;
+  ctd::Volume crop({96, 96, 24});
+  for (int z = 0; z < 24; ++z)
+    for (int y = 0; y < 96; ++y)
+      for (int x = 0; x < 96; ++x) crop.view()(x, y, z) = head.view()(80 + x, 70 + y, 50 + z);
+  const auto [lo, hi] = range(crop);
+  ASSERT_GT(hi - lo, 500.0f);
+  for (float fraction : {0.05f, 0.1f, 0.2f}) {
+    ctd::BilateralParams p;
+    p.sigma_spatial = 2;
+    p.sigma_range = fraction * (hi - lo);
+    ctd::Volume exact(crop.dims()), approx(crop.dims());
+    ctd::bilateral(crop.view(), exact.view(), p);
+    p.algorithm = ctd::BilateralAlgorithm::Compressive;
+    ctd::bilateral(crop.view(), approx.view(), p);
+    double se = 0;
+    for (std::int64_t i = 0; i < crop.size(); ++i) se += std::pow(double(exact.data()[i]) - approx.data()[i], 2);
+    const double psnr = 20 * std::log10(double(hi - lo) / std::sqrt(se / double(crop.size())));
+    EXPECT_GE(psnr, 50.0) << "sigma_r = " << fraction << " of the range";
+  }
+}
+
 TEST(RealData, HeadsqNrrdHeaderIsRefusedClearlyAndItsSlicesReadAsRaw) {
   CTD_REQUIRE_SHARED_DATA();
   try {
