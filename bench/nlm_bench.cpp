@@ -53,6 +53,17 @@ std::vector<Setting> settings() {
       s.push_back({fmt::format("T2-{}-{}", size, window), fmt::format("seed 000 Table II {}^2, (7+{})^2", size, window),
                    {size, size, 1}, window / 2, 3, false, true, size <= 512});
     }
+  // Seed 004 Table 1: 512^2, search 21^2, patch 9^2.
+  s.push_back({"T1-004", "seed 004 Table 1 (512^2, 21^2, 9^2)", {512, 512, 1}, 10, 4, false, true, true});
+  // Seed 003's sweeps at 512^2: search 21^2..81^2 with patch 9^2, patch 3^2..15^2 with search 81^2.
+  for (int search : {21, 31, 41, 51, 61, 71, 81}) {
+    s.push_back({fmt::format("S003-s{}", search), fmt::format("seed 003 search sweep {}^2, patch 9^2", search),
+                 {512, 512, 1}, search / 2, 4, false, true, false});
+  }
+  for (int patch : {3, 5, 7, 11, 13, 15}) {
+    s.push_back({fmt::format("S003-p{}", patch), fmt::format("seed 003 patch sweep {}^2, search 81^2", patch),
+                 {512, 512, 1}, 40, patch / 2, false, true, false});
+  }
   return s;
 }
 
