@@ -1,5 +1,6 @@
 // CPU NLM against the naive double-precision reference, over sizes, radii, options and borders.
 
+#include "common/nlm_case.hpp"
 #include "common/test_util.hpp"
 
 #include <ctdenoise/ctdenoise.hpp>
@@ -10,42 +11,11 @@ namespace {
 
 using testing_util::compare;
 
-struct Case {
-  const char* name;
-  ctd::Dims dims;
-  int search_radius, patch_radius;
-  float h = 40, noise_sigma = 0;
-  ctd::PatchKernel kernel = ctd::PatchKernel::Uniform;
-  float patch_sigma = 1;
-  ctd::PatchDistance distance = ctd::PatchDistance::L2;
-  ctd::CentreWeight centre = ctd::CentreWeight::Formula;
-};
+using Case = testing_util::NlmCase;
+using testing_util::to_params;
+using testing_util::to_ref;
 
-ref::NlmSettings to_ref(const Case& c) {
-  ref::NlmSettings s;
-  s.search_radius = c.search_radius;
-  s.patch_radius = c.patch_radius;
-  s.h = c.h;
-  s.noise_sigma = c.noise_sigma;
-  s.gaussian_patch = c.kernel == ctd::PatchKernel::Gaussian;
-  s.patch_sigma = c.patch_sigma;
-  s.l1 = c.distance == ctd::PatchDistance::L1;
-  s.centre_max = c.centre == ctd::CentreWeight::Max;
-  return s;
-}
 
-ctd::NlmParams to_params(const Case& c) {
-  ctd::NlmParams p;
-  p.search_radius = c.search_radius;
-  p.patch_radius = c.patch_radius;
-  p.h = c.h;
-  p.noise_sigma = c.noise_sigma;
-  p.patch_kernel = c.kernel;
-  p.patch_sigma = c.patch_sigma;
-  p.distance = c.distance;
-  p.centre_weight = c.centre;
-  return p;
-}
 
 const Case kCases[] = {
     {"single voxel", {1, 1, 1}, 2, 1},

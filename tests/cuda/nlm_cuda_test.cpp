@@ -1,6 +1,7 @@
 // CUDA NLM variants against the naive double-precision reference and the CPU backend, on the
 // device. Without a CUDA device every test here is skipped, never passed.
 
+#include "common/nlm_case.hpp"
 #include "common/test_util.hpp"
 
 #include <ctdenoise/ctdenoise.hpp>
@@ -26,16 +27,9 @@ bool applies(ctd::NlmAlgorithm algorithm, const ctd::Dims& dims) {
   return !(algorithm == ctd::NlmAlgorithm::ZSlide && dims.is_2d());
 }
 
-struct Case {
-  const char* name;
-  ctd::Dims dims;
-  int search_radius, patch_radius;
-  float h = 40, noise_sigma = 0;
-  ctd::PatchKernel kernel = ctd::PatchKernel::Uniform;
-  float patch_sigma = 1;
-  ctd::PatchDistance distance = ctd::PatchDistance::L2;
-  ctd::CentreWeight centre = ctd::CentreWeight::Formula;
-};
+using Case = testing_util::NlmCase;
+using testing_util::to_params;
+using testing_util::to_ref;
 
 const Case kCases[] = {
     {"single voxel", {1, 1, 1}, 2, 1},
@@ -56,32 +50,7 @@ const Case kCases[] = {
     {"centre max 3D", {15, 6, 5}, 2, 1, 40, 0, ctd::PatchKernel::Uniform, 1, ctd::PatchDistance::L2, ctd::CentreWeight::Max},
 };
 
-ctd::NlmParams to_params(const Case& c, ctd::NlmAlgorithm algorithm) {
-  ctd::NlmParams p;
-  p.search_radius = c.search_radius;
-  p.patch_radius = c.patch_radius;
-  p.h = c.h;
-  p.noise_sigma = c.noise_sigma;
-  p.patch_kernel = c.kernel;
-  p.patch_sigma = c.patch_sigma;
-  p.distance = c.distance;
-  p.centre_weight = c.centre;
-  p.algorithm = algorithm;
-  return p;
-}
 
-ref::NlmSettings to_ref(const Case& c) {
-  ref::NlmSettings s;
-  s.search_radius = c.search_radius;
-  s.patch_radius = c.patch_radius;
-  s.h = c.h;
-  s.noise_sigma = c.noise_sigma;
-  s.gaussian_patch = c.kernel == ctd::PatchKernel::Gaussian;
-  s.patch_sigma = c.patch_sigma;
-  s.l1 = c.distance == ctd::PatchDistance::L1;
-  s.centre_max = c.centre == ctd::CentreWeight::Max;
-  return s;
-}
 
 ctd::Volume run_cuda(const ctd::Volume& in, const ctd::NlmParams& p) {
   ctd::Volume out(in.dims());
