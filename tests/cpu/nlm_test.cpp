@@ -15,8 +15,6 @@ using Case = testing_util::NlmCase;
 using testing_util::to_params;
 using testing_util::to_ref;
 
-
-
 const Case kCases[] = {
     {"single voxel", {1, 1, 1}, 2, 1},
     {"single row 2D", {9, 1, 1}, 2, 1},
