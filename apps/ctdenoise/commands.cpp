@@ -218,6 +218,9 @@ BilateralParams BilateralOptions::resolve() const {
   if (!radius.empty()) p.radius = parse_triple<int>(radius, "--radius", true);
   p.algorithm = bilateral_algorithm_from_string(algorithm);
   p.accuracy_db = accuracy_db;
+  p.gaussian = parse_choice<BilateralParams::Gaussian>(
+      gaussian, {{"direct", BilateralParams::Gaussian::Direct}, {"recursive", BilateralParams::Gaussian::Recursive}},
+      "Gaussian method");
   validate(p);
   return p;
 }
@@ -255,7 +258,10 @@ void run_bilateral(const InputOptions& input, const RunOptions& run, const Bilat
                       {"sigma_range", p.sigma_range},
                       {"radius", r},
                       {"algorithm", options.algorithm}};
-    if (p.algorithm == BilateralAlgorithm::Compressive) job.parameters["accuracy_db"] = p.accuracy_db;
+    if (p.algorithm == BilateralAlgorithm::Compressive) {
+      job.parameters["accuracy_db"] = p.accuracy_db;
+      job.parameters["gaussian"] = options.gaussian;
+    }
     job.description = fmt::format("ctdenoise {} bilateral sigma_spatial={}{} sigma_range={} radius={},{},{}", CTD_VERSION,
                                   p.sigma_spatial, p.spatial_unit == SpatialUnit::Voxel ? "vox" : "mm", p.sigma_range,
                                   r[0], r[1], r[2]);

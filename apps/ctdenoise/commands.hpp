@@ -47,7 +47,7 @@ struct NlmOptions {
 
 struct BilateralOptions {
   float sigma_spatial = 0, sigma_spatial_mm = 0, sigma_range = 0, accuracy_db = 50;
-  std::string radius, algorithm = "auto";
+  std::string radius, algorithm = "auto", gaussian = "direct";
   BilateralParams resolve() const;  // spacing is filled in from the image later
 };
 

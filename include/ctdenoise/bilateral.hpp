@@ -38,6 +38,11 @@ struct BilateralParams {
   // Compressive only: the accuracy asked for, as PSNR in dB of the result against the exact
   // filter over the input's value range (> 0; 50 dB by default, as in seed 002).
   float accuracy_db = 50.0f;
+  // Compressive only: how each Gaussian filter runs. Direct: 1D passes over the exact filter's
+  // window (cost grows with sigma; accuracy_db holds). Recursive: Young-van Vliet's third-order
+  // recursive Gaussian (cost independent of sigma; itself an approximation of an untruncated
+  // Gaussian, so accuracy_db no longer bounds the error; sigma >= 0.5 voxel per axis).
+  enum class Gaussian { Direct, Recursive } gaussian = Gaussian::Direct;
 };
 
 // The cosine series the compressive filter uses: period T (image units) and M terms. For data

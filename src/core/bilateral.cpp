@@ -113,6 +113,16 @@ FilterRun bilateral(ConstVolumeView<float> in, VolumeView<float> out, const Bila
   const std::array<int, 3> radius = bilateral_radius(params, in.dims);
   const detail::PreparedRun run = detail::prepare_run(in, out, context, "bilateral", false);
   cpu::ThreadPool pool(run.threads);
+  if (params.algorithm == BilateralAlgorithm::Compressive && params.gaussian == BilateralParams::Gaussian::Recursive) {
+    for (int axis = 0; axis < (in.dims.is_2d() ? 2 : 3); ++axis) {
+      const double step = params.spatial_unit == SpatialUnit::Millimetre ? params.spacing[axis] : 1.0;
+      if (params.sigma_spatial / step < 0.5) {
+        invalid(fmt::format("the recursive Gaussian needs sigma >= 0.5 voxel along every axis; sigma_spatial {} "
+                            "is {:.3g} voxel along {}",
+                            params.sigma_spatial, params.sigma_spatial / step, "xyz"[axis]));
+      }
+    }
+  }
   if (params.algorithm == BilateralAlgorithm::Compressive) {
     const CompressiveSettings s = cpu::bilateral_compressive(run.input, out, params, radius, pool, context.progress);
     return {run.device, std::string(to_string(BilateralAlgorithm::Compressive)), run.threads,

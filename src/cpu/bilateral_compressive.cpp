@@ -19,15 +19,66 @@ namespace {
 
 using i64 = std::int64_t;
 
-// Separable Gaussian filter with per-axis normalised weights, so that a constant image stays
-// constant (the DC term of the series is then exactly 1).
+// Young & van Vliet (1995) third-order recursive Gaussian: coefficients for sigma in voxels.
+struct RecursiveGaussian {
+  double b1, b2, b3, B;  // normalised: w[n] = B x[n] + b1 w[n-1] + b2 w[n-2] + b3 w[n-3]
+  i64 pad;               // mirror padding that lets the recursion settle before the edge
+
+  explicit RecursiveGaussian(double sigma) {
+    const double q = sigma >= 2.5 ? 0.98711 * sigma - 0.96330 : 3.97156 - 4.14554 * std::sqrt(1.0 - 0.26891 * sigma);
+    const double b0 = 1.57825 + 2.44413 * q + 1.4281 * q * q + 0.422205 * q * q * q;
+    b1 = (2.44413 * q + 2.85619 * q * q + 1.26661 * q * q * q) / b0;
+    b2 = -(1.4281 * q * q + 1.26661 * q * q * q) / b0;
+    b3 = 0.422205 * q * q * q / b0;
+    B = 1.0 - (b1 + b2 + b3);
+    pad = i64(std::ceil(4.0 * sigma)) + 4;
+  }
+
+  // Filters `lanes` interleaved lines of length n in place: sample i of lane l at data[i * stride + l].
+  void apply(float* data, i64 n, i64 lanes, i64 stride, std::vector<double>& work) const {
+    const i64 m = n + 2 * pad;
+    work.assign(std::size_t(m * lanes), 0.0);
+    for (i64 j = 0; j < m; ++j) {
+      const float* src = data + detail::mirror(j - pad, n) * stride;
+      double* w = work.data() + j * lanes;
+      for (i64 l = 0; l < lanes; ++l) w[l] = src[l];
+    }
+    // Forward (causal) pass, started in the steady state of its first sample.
+    for (i64 j = 0; j < m; ++j) {
+      double* w = work.data() + j * lanes;
+      const double* w1 = j >= 1 ? w - lanes : w;
+      const double* w2 = j >= 2 ? w - 2 * lanes : w1;
+      const double* w3 = j >= 3 ? w - 3 * lanes : w2;
+      for (i64 l = 0; l < lanes; ++l) w[l] = B * w[l] + b1 * w1[l] + b2 * w2[l] + b3 * w3[l];
+    }
+    // Backward (anti-causal) pass.
+    for (i64 j = m - 1; j >= 0; --j) {
+      double* w = work.data() + j * lanes;
+      const double* w1 = j + 1 < m ? w + lanes : w;
+      const double* w2 = j + 2 < m ? w + 2 * lanes : w1;
+      const double* w3 = j + 3 < m ? w + 3 * lanes : w2;
+      for (i64 l = 0; l < lanes; ++l) w[l] = B * w[l] + b1 * w1[l] + b2 * w2[l] + b3 * w3[l];
+    }
+    for (i64 i = 0; i < n; ++i) {
+      const double* w = work.data() + (i + pad) * lanes;
+      float* dst = data + i * stride;
+      for (i64 l = 0; l < lanes; ++l) dst[l] = float(w[l]);
+    }
+  }
+};
+
+// Separable Gaussian filter whose weights sum to 1 along each axis, so that a constant image stays
+// constant (the DC term of the series is then exactly 1): direct 1D passes over the exact
+// filter's window, or the recursive filter.
 class GaussianFilter {
  public:
   GaussianFilter(const Dims& dims, const BilateralParams& p, const std::array<int, 3>& radius)
-      : dims_(dims), mx_(dims.nx, radius[0]), my_(dims.ny, radius[1]), mz_(dims.nz, radius[2]) {
+      : dims_(dims), recursive_(p.gaussian == BilateralParams::Gaussian::Recursive),
+        mx_(dims.nx, radius[0]), my_(dims.ny, radius[1]), mz_(dims.nz, radius[2]) {
     const bool mm = p.spatial_unit == SpatialUnit::Millimetre;
     for (int axis = 0; axis < 3; ++axis) {
       const double step = mm ? p.spacing[axis] : 1.0;
+      sigma_voxels_[axis] = p.sigma_spatial / step;
       double sum = 0;
       for (int k = -radius[axis]; k <= radius[axis]; ++k) {
         const double w = std::exp(-(k * step) * (k * step) / (2.0 * double(p.sigma_spatial) * p.sigma_spatial));
@@ -41,6 +92,15 @@ class GaussianFilter {
 
   // dst = G * src (dst may not alias src).
   void apply(const float* src, float* dst, ThreadPool& pool) {
+    if (recursive_) {
+      apply_recursive(src, dst, pool);
+    } else {
+      apply_direct(src, dst, pool);
+    }
+  }
+
+ private:
+  void apply_direct(const float* src, float* dst, ThreadPool& pool) {
     const i64 nx = dims_.nx, ny = dims_.ny, nz = dims_.nz;
     const auto& wx = weights_[0];
     const auto& wy = weights_[1];
@@ -59,38 +119,61 @@ class GaussianFilter {
         }
       }
     });
-    // y: dst -> tmp
-    pool.parallel_for(nz * ny, [&](i64 begin, i64 end) {
-      for (i64 row = begin; row < end; ++row) {
-        const i64 z = row / ny, y = row % ny;
-        float* out = tmp + row * nx;
-        std::fill(out, out + nx, 0.0f);
-        for (i64 k = -ry; k <= ry; ++k) {
-          const float w = wy[std::size_t(k + ry)];
-          const float* in = dst + (z * ny + my_[y + k]) * nx;
-          for (i64 x = 0; x < nx; ++x) out[x] += w * in[x];
+    // y: dst -> tmp, then z: tmp -> dst (same shape: sum rows of the plane/volume above and below).
+    auto pass = [&](const float* in_volume, float* out_volume, bool along_z) {
+      const auto& w = along_z ? wz : wy;
+      const i64 r = along_z ? rz : ry;
+      pool.parallel_for(nz * ny, [&](i64 begin, i64 end) {
+        for (i64 row = begin; row < end; ++row) {
+          const i64 z = row / ny, y = row % ny;
+          float* out = out_volume + row * nx;
+          std::fill(out, out + nx, 0.0f);
+          for (i64 k = -r; k <= r; ++k) {
+            const float weight = w[std::size_t(k + r)];
+            const float* in = in_volume + (along_z ? (mz_[z + k] * ny + y) : (z * ny + my_[y + k])) * nx;
+            for (i64 x = 0; x < nx; ++x) out[x] += weight * in[x];
+          }
         }
-      }
-    });
-    // z: tmp -> dst
-    pool.parallel_for(nz * ny, [&](i64 begin, i64 end) {
-      for (i64 row = begin; row < end; ++row) {
-        const i64 z = row / ny, y = row % ny;
-        float* out = dst + row * nx;
-        std::fill(out, out + nx, 0.0f);
-        for (i64 k = -rz; k <= rz; ++k) {
-          const float w = wz[std::size_t(k + rz)];
-          const float* in = tmp + (mz_[z + k] * ny + y) * nx;
-          for (i64 x = 0; x < nx; ++x) out[x] += w * in[x];
-        }
-      }
-    });
+      });
+    };
+    pass(dst, tmp, false);
+    pass(tmp, dst, true);
   }
 
- private:
+  void apply_recursive(const float* src, float* dst, ThreadPool& pool) {
+    const i64 nx = dims_.nx, ny = dims_.ny, nz = dims_.nz;
+    std::copy(src, src + dims_.count(), dst);
+    constexpr i64 kLanes = 64;  // lines filtered together along y and z (contiguous in memory)
+    const RecursiveGaussian gx(sigma_voxels_[0]), gy(sigma_voxels_[1]), gz(sigma_voxels_[2]);
+    pool.parallel_for(nz * ny, [&](i64 begin, i64 end) {
+      std::vector<double> work;
+      for (i64 row = begin; row < end; ++row) gx.apply(dst + row * nx, nx, 1, 1, work);
+    });
+    const i64 x_chunks = (nx + kLanes - 1) / kLanes;
+    pool.parallel_for(nz * x_chunks, [&](i64 begin, i64 end) {
+      std::vector<double> work;
+      for (i64 t = begin; t < end; ++t) {
+        const i64 z = t / x_chunks, x0 = (t % x_chunks) * kLanes;
+        gy.apply(dst + z * ny * nx + x0, ny, std::min(kLanes, nx - x0), nx, work);
+      }
+    });
+    if (nz > 1) {
+      const i64 plane = nx * ny, chunks = (plane + kLanes - 1) / kLanes;
+      pool.parallel_for(chunks, [&](i64 begin, i64 end) {
+        std::vector<double> work;
+        for (i64 t = begin; t < end; ++t) {
+          const i64 i0 = t * kLanes;
+          gz.apply(dst + i0, nz, std::min(kLanes, plane - i0), plane, work);
+        }
+      });
+    }
+  }
+
   Dims dims_;
+  bool recursive_;
   detail::MirrorTable mx_, my_, mz_;
   std::array<std::vector<float>, 3> weights_;
+  std::array<double, 3> sigma_voxels_{};
   std::vector<float> scratch_;
 };
 

@@ -117,6 +117,10 @@ TEST(Cli, CompressiveBilateralReportsItsSeries) {
   EXPECT_GT(report["details"]["period"].get<double>(), 0.0);
   EXPECT_EQ(run(dir, "bilateral in.nii.gz o2.nii.gz --algorithm compressive --sigma-spatial 1 --sigma-range 30 "
                      "--accuracy-db 0").code, 2);
+  const Result rec = run(dir, "bilateral in.nii.gz o3.nii.gz --algorithm compressive --gaussian recursive "
+                              "--sigma-spatial 2 --sigma-range 30 --json r3.json");
+  ASSERT_EQ(rec.code, 0) << rec.err;
+  EXPECT_EQ(nlohmann::json::parse(slurp(dir / "r3.json"))["parameters"]["gaussian"], "recursive");
 }
 
 TEST(Cli, InfoDescribesAnImage) {

@@ -120,3 +120,43 @@ TEST(CompressiveBilateralProperties, RefusesWhatItCannotDo) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(CompressiveBilateralRecursive, CloseToTheDirectGaussianAndItsConstantsHold) {
+  for (ctd::Dims dims : {ctd::Dims{80, 61, 1}, ctd::Dims{33, 29, 21}}) {
+    const ctd::Volume in = testing_util::structured_volume(dims, 12);
+    const auto [lo, hi] = std::minmax_element(in.data(), in.data() + in.size());
+    const double range = double(*hi) - double(*lo);
+    for (float sigma : {1.0f, 3.0f, 6.0f}) {
+      ctd::BilateralParams p;
+      p.sigma_spatial = sigma;
+      p.sigma_range = float(0.1 * range);
+      p.algorithm = ctd::BilateralAlgorithm::Compressive;
+      ctd::Volume direct(in.dims()), recursive(in.dims()), exact(in.dims());
+      ctd::bilateral(in.view(), direct.view(), p);
+      p.gaussian = ctd::BilateralParams::Gaussian::Recursive;
+      ctd::bilateral(in.view(), recursive.view(), p);
+      p.algorithm = ctd::BilateralAlgorithm::Direct;
+      ctd::bilateral(in.view(), exact.view(), p);
+      const double vs_direct = psnr(direct, recursive, range), vs_exact = psnr(exact, recursive, range);
+      EXPECT_GE(vs_exact, 45.0) << "sigma " << sigma << " dims " << dims.nx << "x" << dims.ny << "x" << dims.nz;
+      EXPECT_LT(vs_direct, 200.0) << "it is a different Gaussian, not the same code path";
+      RecordProperty("psnr_vs_exact_sigma" + std::to_string(int(sigma)) + "_nz" + std::to_string(dims.nz), std::to_string(vs_exact));
+    }
+  }
+  ctd::Volume flat({31, 20, 7});
+  std::fill(flat.data(), flat.data() + flat.size(), -7.25f);
+  ctd::BilateralParams p;
+  p.sigma_spatial = 4;
+  p.sigma_range = 5;
+  p.algorithm = ctd::BilateralAlgorithm::Compressive;
+  p.gaussian = ctd::BilateralParams::Gaussian::Recursive;
+  ctd::Volume out(flat.dims());
+  ctd::bilateral(flat.view(), out.view(), p);
+  for (std::int64_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out.data()[i], -7.25f, 1e-4);
+  p.sigma_spatial = 0.3f;  // below the recursive filter's range
+  EXPECT_TRUE(testing_util::throws_kind([&] { ctd::bilateral(flat.view(), out.view(), p); }, ctd::ErrorKind::InvalidArgument));
+}
+
+}  // namespace
