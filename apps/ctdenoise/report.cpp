@@ -1,5 +1,8 @@
 #include "report.hpp"
 
+#include <ctdenoise/error.hpp>
+#include <ctdenoise/noise.hpp>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -25,6 +28,20 @@ Statistics statistics(const Volume& volume) {
   return s;
 }
 
+nlohmann::json noise_json(const Volume& volume) {
+  nlohmann::json j = nlohmann::json::object();
+  for (auto method : {NoiseEstimator::PseudoResidual, NoiseEstimator::WaveletMad}) {
+    try {
+      const NoiseEstimate e = estimate_noise(volume.view(), method);
+      j[std::string(to_string(method))] = {{"sigma", e.sigma}, {"samples", e.samples}};
+      if (!std::isnan(e.excluded_value)) j["padding_value"] = e.excluded_value;
+    } catch (const Error&) {
+      // too small to estimate: leave it out
+    }
+  }
+  return j;
+}
+
 nlohmann::json to_json(const Statistics& s) {
   return {{"min", s.min}, {"max", s.max}, {"mean", s.mean}, {"std", s.std}};
 }
@@ -42,6 +59,7 @@ nlohmann::json describe_image(const io::ImageInfo& info, const Volume& volume) {
       {"origin_mm", g.origin},
       {"direction", g.direction},
       {"statistics", to_json(statistics(volume))},
+      {"noise_sigma", noise_json(volume)},
   };
   if (!info.attributes.empty()) j["dicom"] = info.attributes;
   if (!info.notes.empty()) j["notes"] = info.notes;
@@ -64,6 +82,14 @@ std::string format_image(const io::ImageInfo& info, const Volume& volume) {
                      g.direction[1], g.direction[2], g.direction[3], g.direction[4], g.direction[5], g.direction[6],
                      g.direction[7], g.direction[8]);
   out += fmt::format("values:     min {:.6g}, max {:.6g}, mean {:.6g}, std {:.6g}\n", s.min, s.max, s.mean, s.std);
+  const nlohmann::json noise = noise_json(volume);
+  if (noise.contains("pseudo-residual")) {
+    out += fmt::format("noise:      sigma {:.4g} (pseudo-residuals), {:.4g} (wavelet MAD){}\n",
+                       noise["pseudo-residual"]["sigma"].get<double>(), noise["wavelet-mad"]["sigma"].get<double>(),
+                       noise.contains("padding_value")
+                           ? fmt::format("; padding {:.6g} left out", noise["padding_value"].get<double>())
+                           : "");
+  }
   for (const auto& [key, value] : info.attributes) out += fmt::format("{:<24}{}\n", key + ":", value);
   for (const auto& note : info.notes) out += fmt::format("note:       {}\n", note);
   return out;

@@ -17,6 +17,8 @@ struct Statistics {
 Statistics statistics(const Volume& volume);
 
 nlohmann::json to_json(const Statistics& s);
+// Both noise estimates (include/ctdenoise/noise.hpp); empty for images too small to estimate.
+nlohmann::json noise_json(const Volume& volume);
 // Path, format, pixel type, dims, geometry, DICOM attributes and reader notes of an image.
 nlohmann::json describe_image(const io::ImageInfo& info, const Volume& volume);
 // The same for people: `ctdenoise info`.

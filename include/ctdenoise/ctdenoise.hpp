@@ -4,4 +4,5 @@
 #include <ctdenoise/error.hpp>
 #include <ctdenoise/exec.hpp>
 #include <ctdenoise/nlm.hpp>
+#include <ctdenoise/noise.hpp>
 #include <ctdenoise/volume.hpp>

@@ -130,6 +130,7 @@ TEST(Cli, InfoDescribesAnImage) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("21 x 17 x 6"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("int16"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("noise:      sigma"), std::string::npos) << r.out;
   EXPECT_EQ(nlohmann::json::parse(slurp(dir / "info.json"))["spacing_mm"][2], 2.0);
 }
 

@@ -1,0 +1,172 @@
+// Robust noise estimation (include/ctdenoise/noise.hpp).
+
+#include <ctdenoise/error.hpp>
+#include <ctdenoise/noise.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace ctd {
+namespace {
+
+using i64 = std::int64_t;
+
+// The padding value: the most frequent value when it fills at least 1% of the voxels (e.g.
+// -3024 HU outside a CT's field of view, or air clipped at the lowest stored value). Counted on a
+// sample of at most a million voxels, then checked on all.
+double find_padding(ConstVolumeView<float> in) {
+  const i64 n = in.dims.count();
+  const i64 step = std::max<i64>(1, n / 1000000);
+  std::vector<float> sample;
+  for (i64 i = 0; i < n; i += step) sample.push_back(in.data[i]);
+  std::sort(sample.begin(), sample.end());
+  float mode = sample.front();
+  std::size_t best = 0;
+  for (std::size_t i = 0; i < sample.size();) {
+    std::size_t j = i;
+    while (j < sample.size() && sample[j] == sample[i]) ++j;
+    if (j - i > best) {
+      best = j - i;
+      mode = sample[i];
+    }
+    i = j;
+  }
+  const i64 count = std::count(in.data, in.data + n, mode);
+  return count * 100 >= n && count > 1 ? double(mode) : std::numeric_limits<double>::quiet_NaN();
+}
+
+double median(std::vector<double>& v) {
+  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  return *mid;
+}
+
+// 1.4826 x MAD, then refined as the standard deviation of the residuals within 3 sigma of the
+// median (corrected for that truncation): the MAD alone drifts up when edges add outliers.
+double robust_sigma(std::vector<double> values) {
+  const double m = median(values);
+  std::vector<double> deviations(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) deviations[i] = std::fabs(values[i] - m);
+  double sigma = 1.4826 * median(deviations);
+  constexpr double kTruncatedStd = 0.986581;  // std of a unit normal cut at +-3
+  for (int iteration = 0; iteration < 3 && sigma > 0; ++iteration) {
+    double sum2 = 0;
+    std::size_t kept = 0;
+    for (double v : values) {
+      const double dv = v - m;
+      if (std::fabs(dv) <= 3 * sigma) {
+        sum2 += dv * dv;
+        ++kept;
+      }
+    }
+    sigma = std::sqrt(sum2 / double(kept)) / kTruncatedStd;
+  }
+  return sigma;
+}
+
+}  // namespace
+
+std::string_view to_string(NoiseEstimator estimator) noexcept {
+  switch (estimator) {
+    case NoiseEstimator::PseudoResidual: return "pseudo-residual";
+    case NoiseEstimator::WaveletMad: return "wavelet-mad";
+  }
+  return "?";
+}
+
+NoiseEstimate estimate_noise(ConstVolumeView<float> in, NoiseEstimator estimator) {
+  const Dims d = in.dims;
+  if (d.nx < 1 || d.ny < 1 || d.nz < 1) {
+    throw Error(ErrorKind::InvalidArgument, fmt::format("image dimensions must be >= 1, got {}x{}x{}", d.nx, d.ny, d.nz));
+  }
+  const bool flat = d.is_2d();
+  NoiseEstimate result;
+  result.excluded_value = find_padding(in);
+  const bool has_padding = !std::isnan(result.excluded_value);
+  const float padding = float(result.excluded_value);
+  auto u = [&](i64 x, i64 y, i64 z) { return in.data[(z * d.ny + y) * d.nx + x]; };
+  auto usable = [&](float v) { return std::isfinite(v) && !(has_padding && v == padding); };
+
+  // Each residual (or detail coefficient) with the value range of the voxels it was made from.
+  // Large volumes are sampled: every step-th position, about four million in all.
+  std::vector<double> values, ranges;
+  const i64 step = std::max<i64>(1, d.count() / 4000000);
+  i64 position = 0;
+  auto sampled = [&] { return position++ % step == 0; };
+  if (estimator == NoiseEstimator::PseudoResidual) {
+    // Interior voxels only: every residual uses its full neighbourhood.
+    const double scale = flat ? std::sqrt(4.0 / 5.0) : std::sqrt(6.0 / 7.0);
+    for (i64 z = flat ? 0 : 1; z < (flat ? 1 : d.nz - 1); ++z)
+      for (i64 y = 1; y + 1 < d.ny; ++y)
+        for (i64 x = 1; x + 1 < d.nx; ++x) {
+          if (!sampled()) continue;
+          float neighbours[6] = {u(x - 1, y, z), u(x + 1, y, z), u(x, y - 1, z), u(x, y + 1, z), 0, 0};
+          int count = 4;
+          if (!flat) {
+            neighbours[4] = u(x, y, z - 1);
+            neighbours[5] = u(x, y, z + 1);
+            count = 6;
+          }
+          const float centre = u(x, y, z);
+          bool ok = usable(centre);
+          double mean = 0;
+          float lo = centre, hi = centre;
+          for (int i = 0; i < count; ++i) {
+            ok = ok && usable(neighbours[i]);
+            mean += neighbours[i];
+            lo = std::min(lo, neighbours[i]);
+            hi = std::max(hi, neighbours[i]);
+          }
+          if (ok) {
+            values.push_back(scale * (double(centre) - mean / count));
+            ranges.push_back(double(hi) - lo);
+          }
+        }
+  } else {
+    // Orthonormal Haar: the diagonal detail of each 2x2 (2x2x2) block has the noise's variance.
+    const double scale = flat ? 0.5 : 1.0 / std::sqrt(8.0);
+    for (i64 z = 0; z + (flat ? 0 : 1) < d.nz; z += flat ? 1 : 2)
+      for (i64 y = 0; y + 1 < d.ny; y += 2)
+        for (i64 x = 0; x + 1 < d.nx; x += 2) {
+          if (!sampled()) continue;
+          double detail = 0;
+          bool ok = true;
+          float lo = u(x, y, z), hi = lo;
+          for (int c = 0; c < (flat ? 4 : 8); ++c) {
+            const i64 dx = c & 1, dy = (c >> 1) & 1, dz = (c >> 2) & 1;
+            const float v = u(x + dx, y + dy, z + dz);
+            ok = ok && usable(v);
+            detail += ((dx + dy + dz) % 2 == 0 ? 1.0 : -1.0) * v;
+            lo = std::min(lo, v);
+            hi = std::max(hi, v);
+          }
+          if (ok) {
+            values.push_back(scale * detail);
+            ranges.push_back(double(hi) - lo);
+          }
+        }
+  }
+  if (values.size() < 16) {
+    throw Error(ErrorKind::InvalidArgument,
+                fmt::format("too few usable voxels to estimate noise ({} residuals from a {}x{}x{} image)",
+                            values.size(), d.nx, d.ny, d.nz));
+  }
+  // Edges: neighbourhoods whose values span more than 6 sigma (noise alone rarely does: the
+  // range of 7 normal samples exceeds 6 sigma with probability ~0.3%) are left out, then sigma is
+  // estimated again from the rest.
+  const double first = robust_sigma(values);
+  std::vector<double> smooth;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (ranges[i] <= 6 * first) smooth.push_back(values[i]);
+  }
+  if (smooth.size() >= 16 && smooth.size() * 2 >= values.size()) values = std::move(smooth);
+  result.samples = i64(values.size());
+  result.sigma = robust_sigma(std::move(values));
+  return result;
+}
+
+}  // namespace ctd

@@ -1,0 +1,55 @@
+// Noise estimation on synthetic images of known noise: edges, air and padding must not bias it.
+
+#include "common/test_util.hpp"
+
+#include <ctdenoise/noise.hpp>
+
+#include <random>
+
+namespace {
+
+// A CT-like phantom (air, soft tissue, bone, sharp edges) with padding outside a circular field
+// of view, plus Gaussian noise of the given sigma inside the field of view.
+ctd::Volume phantom(ctd::Dims dims, double sigma, std::uint32_t seed) {
+  ctd::Volume v(dims);
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> noise(0.0, sigma);
+  for (std::int64_t z = 0; z < dims.nz; ++z)
+    for (std::int64_t y = 0; y < dims.ny; ++y)
+      for (std::int64_t x = 0; x < dims.nx; ++x) {
+        const double fx = (x - dims.nx / 2.0) / (dims.nx / 2.0), fy = (y - dims.ny / 2.0) / (dims.ny / 2.0);
+        double value = -1000;                                      // air
+        if (fx * fx / 0.6 + fy * fy / 0.4 < 1) value = 40;         // body
+        if ((fx - 0.2) * (fx - 0.2) + fy * fy < 0.03) value = 900;  // bone
+        if (fx * fx + fy * fy > 0.95) {
+          v.view()(x, y, z) = -3024;  // padding outside the field of view: no noise
+          continue;
+        }
+        v.view()(x, y, z) = float(value + noise(rng));
+      }
+  return v;
+}
+
+TEST(Noise, BothEstimatorsRecoverTheNoiseDespiteEdgesAndPadding) {
+  for (ctd::Dims dims : {ctd::Dims{256, 256, 1}, ctd::Dims{96, 96, 24}}) {
+    for (double sigma : {5.0, 20.0, 60.0}) {
+      const ctd::Volume v = phantom(dims, sigma, 7);
+      for (auto method : {ctd::NoiseEstimator::PseudoResidual, ctd::NoiseEstimator::WaveletMad}) {
+        const auto e = ctd::estimate_noise(v.view(), method);
+        EXPECT_NEAR(e.sigma, sigma, 0.05 * sigma) << ctd::to_string(method) << " nz=" << dims.nz;
+        EXPECT_EQ(e.excluded_value, -3024.0);
+        EXPECT_GT(e.samples, 1000);
+      }
+    }
+  }
+}
+
+TEST(Noise, NoiselessImageGivesZeroAndTinyImagesAreRefused) {
+  ctd::Volume flat_image({64, 64, 1});
+  for (std::int64_t i = 0; i < flat_image.size(); ++i) flat_image.data()[i] = float(i % 64 < 32 ? 0 : 500);
+  EXPECT_EQ(ctd::estimate_noise(flat_image.view()).sigma, 0.0);
+  ctd::Volume tiny({2, 2, 1});
+  EXPECT_TRUE(testing_util::throws_kind([&] { ctd::estimate_noise(tiny.view()); }, ctd::ErrorKind::InvalidArgument));
+}
+
+}  // namespace
