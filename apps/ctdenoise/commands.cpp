@@ -4,6 +4,9 @@
 #include "progress.hpp"
 #include "report.hpp"
 
+#include <ctdenoise/metrics.hpp>
+#include <ctdenoise/noise.hpp>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -293,6 +296,80 @@ void run_demo(const std::string& output_dir, RunOptions run) {
   fmt::print("demo: non-local means on {} (search radius {}, patch radius {}, h = {} HU)\n", input.path,
              nlm.params.search_radius, nlm.params.patch_radius, nlm.params.h);
   run_nlm(input, run, nlm);
+}
+
+namespace {
+
+Region parse_region(const std::string& text, const char* what) {
+  std::vector<std::int64_t> v;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t end = std::min(text.find(',', start), text.size());
+    try {
+      std::size_t used = 0;
+      const std::string item = text.substr(start, end - start);
+      v.push_back(std::stoll(item, &used));
+      if (used != item.size()) throw std::invalid_argument(item);
+    } catch (const std::exception&) {
+      invalid(fmt::format("{} must be X0,Y0,Z0,X1,Y1,Z1 (voxels, end exclusive), got '{}'", what, text));
+    }
+    start = end + 1;
+  }
+  if (v.size() != 6) invalid(fmt::format("{} must be X0,Y0,Z0,X1,Y1,Z1 (voxels, end exclusive), got '{}'", what, text));
+  return Region{{v[0], v[1], v[2]}, {v[3], v[4], v[5]}};
+}
+
+json region_json(const Region& r) {
+  return {{"begin", r.begin}, {"end", r.end}};
+}
+
+}  // namespace
+
+void run_compare(const CompareOptions& o) {
+  if (!o.json.empty()) io::check_side_output(o.json, o.overwrite);
+  if (o.roi_a.empty() != o.roi_b.empty()) invalid("CNR needs both --roi-a and --roi-b");
+  const io::Image ref = io::read_image(o.reference), test = io::read_image(o.test);
+  const Volume& a = ref.volume;
+  const Volume& b = test.volume;
+  if (!(a.dims() == b.dims())) {
+    throw Error(ErrorKind::InvalidArgument,
+                fmt::format("the images differ in size: {}x{}x{} and {}x{}x{}", a.dims().nx, a.dims().ny, a.dims().nz,
+                            b.dims().nx, b.dims().ny, b.dims().nz));
+  }
+  const Statistics s = statistics(a);
+  const double range = o.data_range > 0 ? o.data_range : s.max - s.min;
+  if (!(range > 0)) invalid("the reference is constant: give --data-range");
+  const double padding = estimate_noise(a.view()).excluded_value;
+  const Region flat = o.flat_region.empty()
+                          ? find_flat_region(a.view(), {16, 16, std::min<std::int64_t>(4, a.dims().nz)}, padding)
+                          : parse_region(o.flat_region, "--flat-region");
+  json report = {
+      {"reference", o.reference},
+      {"test", o.test},
+      {"dims", {a.dims().nx, a.dims().ny, a.dims().nz}},
+      {"data_range", range},
+      {"psnr_db", psnr(a.view(), b.view(), range)},
+      {"ssim", ssim(a.view(), b.view(), range)},
+      {"rmse", rmse(a.view(), b.view())},
+      {"flat_region", region_json(flat)},
+      {"noise_sigma_in_flat_region", {{"reference", region_stats(a.view(), flat).std}, {"test", region_stats(b.view(), flat).std}}},
+  };
+  fmt::print("PSNR:  {:.3f} dB (data range {:.6g}{})\n", report["psnr_db"].get<double>(), range,
+             o.data_range > 0 ? "" : ", the reference's max - min");
+  fmt::print("SSIM:  {:.5f} ({}, Gaussian window sigma 1.5)\n", report["ssim"].get<double>(), a.dims().is_2d() ? "2D" : "3D");
+  fmt::print("RMSE:  {:.6g}\n", report["rmse"].get<double>());
+  fmt::print("noise: sigma {:.4g} (reference), {:.4g} (test) in [{},{})x[{},{})x[{},{}){}\n",
+             report["noise_sigma_in_flat_region"]["reference"].get<double>(),
+             report["noise_sigma_in_flat_region"]["test"].get<double>(), flat.begin[0], flat.end[0], flat.begin[1],
+             flat.end[1], flat.begin[2], flat.end[2], o.flat_region.empty() ? " (flattest box of the reference)" : "");
+  if (!o.roi_a.empty()) {
+    const Region ra = parse_region(o.roi_a, "--roi-a"), rb = parse_region(o.roi_b, "--roi-b");
+    report["cnr"] = {{"reference", cnr(a.view(), ra, rb)}, {"test", cnr(b.view(), ra, rb)},
+                     {"roi_a", region_json(ra)}, {"roi_b", region_json(rb)}};
+    fmt::print("CNR:   {:.4g} (reference), {:.4g} (test)\n", report["cnr"]["reference"].get<double>(),
+               report["cnr"]["test"].get<double>());
+  }
+  if (!o.json.empty()) io::write_text_file(report.dump(2) + "\n", o.json, o.overwrite);
 }
 
 }  // namespace ctd::cli

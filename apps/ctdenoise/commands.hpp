@@ -56,4 +56,12 @@ void run_bilateral(const InputOptions& input, const RunOptions& run, const Bilat
 void run_info(const InputOptions& input, const std::string& json, bool overwrite);
 void run_demo(const std::string& output_dir, RunOptions run);
 
+struct CompareOptions {
+  std::string reference, test, json;
+  double data_range = 0;  // 0: max - min of the reference
+  std::string flat_region, roi_a, roi_b;  // X0,Y0,Z0,X1,Y1,Z1 boxes; flat region found when empty
+  bool overwrite = false;
+};
+void run_compare(const CompareOptions& options);
+
 }  // namespace ctd::cli

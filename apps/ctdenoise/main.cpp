@@ -98,6 +98,19 @@ int main(int argc, char** argv) {
   info_cmd->add_flag("--overwrite", info_overwrite, "Replace an existing JSON file");
   add_input_options(*info_cmd, input);
 
+  CompareOptions compare;
+  auto* compare_cmd = app.add_subcommand("compare", "Quality of TEST against REFERENCE: PSNR, SSIM, RMSE, noise, CNR");
+  compare_cmd->add_option("REFERENCE", compare.reference, "The reference image (e.g. the full-dose scan)")->required();
+  compare_cmd->add_option("TEST", compare.test, "The image to judge (same size)")->required();
+  compare_cmd->add_option("--data-range", compare.data_range, "PSNR/SSIM data range in image units (default: the "
+                                                               "reference's max - min)");
+  compare_cmd->add_option("--flat-region", compare.flat_region, "Box X0,Y0,Z0,X1,Y1,Z1 (voxels, end exclusive) to "
+                                                                 "measure noise in (default: the flattest 16x16x4 box)");
+  compare_cmd->add_option("--roi-a", compare.roi_a, "First box for CNR (X0,Y0,Z0,X1,Y1,Z1)");
+  compare_cmd->add_option("--roi-b", compare.roi_b, "Second box for CNR");
+  compare_cmd->add_option("--json", compare.json, "Also write the figures as JSON to this file");
+  compare_cmd->add_flag("--overwrite", compare.overwrite, "Replace an existing JSON file");
+
   std::string demo_dir = "ctdenoise-demo";
   auto* demo_cmd = app.add_subcommand("demo", "Denoise the bundled CT sample; writes a volume, a preview PNG and a report");
   demo_cmd->add_option("--output-dir", demo_dir, "Folder for the demo's outputs")->capture_default_str();
@@ -119,6 +132,7 @@ int main(int argc, char** argv) {
     else if (*bf_cmd) run_bilateral(input, run, bf);
     else if (*info_cmd) run_info(input, info_json, info_overwrite);
     else if (*demo_cmd) run_demo(demo_dir, run);
+    else if (*compare_cmd) run_compare(compare);
     return kOk;
   } catch (const ctd::Error& e) {
     fmt::print(stderr, "ctdenoise: {}: {}\n", ctd::to_string(e.kind()), e.what());

@@ -3,6 +3,7 @@
 #include <ctdenoise/bilateral.hpp>
 #include <ctdenoise/error.hpp>
 #include <ctdenoise/exec.hpp>
+#include <ctdenoise/metrics.hpp>
 #include <ctdenoise/nlm.hpp>
 #include <ctdenoise/noise.hpp>
 #include <ctdenoise/volume.hpp>

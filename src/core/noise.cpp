@@ -15,28 +15,36 @@ namespace {
 
 using i64 = std::int64_t;
 
-// The padding value: the most frequent value when it fills at least 1% of the voxels (e.g.
-// -3024 HU outside a CT's field of view, or air clipped at the lowest stored value). Counted on a
-// sample of at most a million voxels, then checked on all.
-double find_padding(ConstVolumeView<float> in) {
+// Padding values: values that fill at least 1% of the voxels and at least 10 times as many as any
+// of the three nearest values on either side, i.e. spikes in the histogram (-3024 HU outside a
+// CT's field of view, air clipped at the lowest stored value), not merely common values of
+// quantised data. Counted on a sample of at most a million voxels. Largest spike first.
+std::vector<float> find_padding(ConstVolumeView<float> in) {
   const i64 n = in.dims.count();
   const i64 step = std::max<i64>(1, n / 1000000);
   std::vector<float> sample;
   for (i64 i = 0; i < n; i += step) sample.push_back(in.data[i]);
   std::sort(sample.begin(), sample.end());
-  float mode = sample.front();
-  std::size_t best = 0;
+  std::vector<std::pair<float, std::size_t>> runs;  // (value, count) in increasing value
   for (std::size_t i = 0; i < sample.size();) {
     std::size_t j = i;
     while (j < sample.size() && sample[j] == sample[i]) ++j;
-    if (j - i > best) {
-      best = j - i;
-      mode = sample[i];
-    }
+    runs.emplace_back(sample[i], j - i);
     i = j;
   }
-  const i64 count = std::count(in.data, in.data + n, mode);
-  return count * 100 >= n && count > 1 ? double(mode) : std::numeric_limits<double>::quiet_NaN();
+  std::vector<std::pair<std::size_t, float>> spikes;  // (count, value)
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    if (runs[i].second * 100 < sample.size() || runs[i].second < 2) continue;
+    std::size_t neighbours = 0;
+    for (std::size_t j = i >= 3 ? i - 3 : 0; j <= std::min(runs.size() - 1, i + 3); ++j) {
+      if (j != i) neighbours = std::max(neighbours, runs[j].second);
+    }
+    if (runs[i].second >= 10 * neighbours) spikes.emplace_back(runs[i].second, runs[i].first);
+  }
+  std::sort(spikes.rbegin(), spikes.rend());
+  std::vector<float> values;
+  for (const auto& spike : spikes) values.push_back(spike.second);
+  return values;
 }
 
 double median(std::vector<double>& v) {
@@ -85,11 +93,12 @@ NoiseEstimate estimate_noise(ConstVolumeView<float> in, NoiseEstimator estimator
   }
   const bool flat = d.is_2d();
   NoiseEstimate result;
-  result.excluded_value = find_padding(in);
-  const bool has_padding = !std::isnan(result.excluded_value);
-  const float padding = float(result.excluded_value);
+  const std::vector<float> padding = find_padding(in);
+  result.excluded_value = padding.empty() ? std::numeric_limits<double>::quiet_NaN() : double(padding.front());
   auto u = [&](i64 x, i64 y, i64 z) { return in.data[(z * d.ny + y) * d.nx + x]; };
-  auto usable = [&](float v) { return std::isfinite(v) && !(has_padding && v == padding); };
+  auto usable = [&](float v) {
+    return std::isfinite(v) && std::find(padding.begin(), padding.end(), v) == padding.end();
+  };
 
   // Each residual (or detail coefficient) with the value range of the voxels it was made from.
   // Large volumes are sampled: every step-th position, about four million in all.

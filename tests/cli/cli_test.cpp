@@ -123,6 +123,27 @@ TEST(Cli, CompressiveBilateralReportsItsSeries) {
   EXPECT_EQ(nlohmann::json::parse(slurp(dir / "r3.json"))["parameters"]["gaussian"], "recursive");
 }
 
+TEST(Cli, CompareGivesPsnrSsimNoiseAndCnr) {
+  TempDir dir;
+  make_input(dir, "a.nii.gz");
+  ASSERT_EQ(run(dir, "nlm a.nii.gz b.nii.gz --h 20 --search-radius 2 -q").code, 0);
+  Result r = run(dir, "compare a.nii.gz b.nii.gz --roi-a 1,1,1,9,8,5 --roi-b 12,9,1,20,16,5 --json c.json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* word : {"PSNR:", "SSIM:", "RMSE:", "noise:", "CNR:"}) EXPECT_NE(r.out.find(word), std::string::npos) << word;
+  const auto report = nlohmann::json::parse(slurp(dir / "c.json"));
+  EXPECT_GT(report["psnr_db"].get<double>(), 10.0);
+  EXPECT_LT(report["ssim"].get<double>(), 1.0);
+  EXPECT_LT(report["noise_sigma_in_flat_region"]["test"].get<double>(),
+            report["noise_sigma_in_flat_region"]["reference"].get<double>());
+  r = run(dir, "compare a.nii.gz a.nii.gz");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("SSIM:  1.00000"), std::string::npos) << r.out;
+  make_input(dir, "small.nii.gz", {5, 5, 5});
+  EXPECT_EQ(run(dir, "compare a.nii.gz small.nii.gz").code, 2) << "different sizes";
+  EXPECT_EQ(run(dir, "compare a.nii.gz b.nii.gz --roi-a 1,1,1,9,8,5").code, 2) << "CNR needs two regions";
+  EXPECT_EQ(run(dir, "compare a.nii.gz b.nii.gz --roi-a 1,1,1,99,8,5 --roi-b 1,1,1,2,2,2").code, 2) << "outside";
+}
+
 TEST(Cli, InfoDescribesAnImage) {
   TempDir dir;
   make_input(dir, "in.nrrd");

@@ -76,6 +76,34 @@ std::vector<double> nlm(const Image& in, const NlmSettings& s) {
   return out;
 }
 
+double ssim(const Image& a, const Image& b, double data_range) {
+  const bool flat = a.nz == 1;
+  double g[11], total = 0;
+  for (int k = -5; k <= 5; ++k) total += g[k + 5] = std::exp(-k * k / 4.5);
+  for (double& v : g) v /= total;
+  const double c1 = std::pow(0.01 * data_range, 2), c2 = std::pow(0.03 * data_range, 2);
+  double sum = 0;
+  for (int z = 0; z < a.nz; ++z)
+    for (int y = 0; y < a.ny; ++y)
+      for (int x = 0; x < a.nx; ++x) {
+        double mx = 0, my = 0, sxx = 0, syy = 0, sxy = 0;
+        for (int kz = flat ? 0 : -5; kz <= (flat ? 0 : 5); ++kz)
+          for (int ky = -5; ky <= 5; ++ky)
+            for (int kx = -5; kx <= 5; ++kx) {
+              const double w = g[kx + 5] * g[ky + 5] * (flat ? 1.0 : g[kz + 5]);
+              const double va = at(a, x + kx, y + ky, z + kz), vb = at(b, x + kx, y + ky, z + kz);
+              mx += w * va;
+              my += w * vb;
+              sxx += w * va * va;
+              syy += w * vb * vb;
+              sxy += w * va * vb;
+            }
+        const double vx = sxx - mx * mx, vy = syy - my * my, cov = sxy - mx * my;
+        sum += ((2 * mx * my + c1) * (2 * cov + c2)) / ((mx * mx + my * my + c1) * (vx + vy + c2));
+      }
+  return sum / (double(a.nx) * a.ny * a.nz);
+}
+
 std::vector<double> bilateral(const Image& in, const BilateralSettings& s) {
   std::array<int, 3> r{};
   for (int a = 0; a < 3; ++a) {

@@ -28,6 +28,9 @@ struct BilateralSettings {
 };
 
 std::vector<double> nlm(const Image& in, const NlmSettings& s);
+// Mean SSIM, straight from Wang et al. 2004 with an 11-tap (radius 5) Gaussian window of sigma 1.5
+// per axis (normalised, mirror border), averaged over every voxel.
+double ssim(const Image& a, const Image& b, double data_range);
 std::vector<double> bilateral(const Image& in, const BilateralSettings& s);
 
 // Reflection without repeating the edge, applied until the index is inside [0, n).
