@@ -159,9 +159,11 @@ void run_filter(const InputOptions& input, const RunOptions& run, FilterJob& job
     io::write_text_file(report.dump(2) + "\n", run.json, run.overwrite);
   }
   const Dims d = output.dims();
-  fmt::print("{}: wrote {} ({}x{}x{} {}) in {:.2f} s (filter {:.2f} s on {}, {}, {} thread{})\n", job.command,
-             run.output, d.nx, d.ny, d.nz, io::to_string(written.pixel_type), seconds_since(start), filter_s,
-             to_string(result.device), result.algorithm, result.threads, result.threads == 1 ? "" : "s");
+  const std::string where = result.device == Device::Cuda ? cuda_device_name()
+                            : result.threads > 0 ? fmt::format("{} thread{}", result.threads, result.threads == 1 ? "" : "s")
+                                                 : std::string("cpu");
+  fmt::print("{}: wrote {} ({}x{}x{} {}) in {:.2f} s ({} {:.2f} s: {}, {})\n", job.command, run.output, d.nx, d.ny, d.nz,
+             io::to_string(written.pixel_type), seconds_since(start), job.command, filter_s, result.algorithm, where);
   if (!run.preview.empty()) fmt::print("{}: preview {}\n", job.command, run.preview);
   if (!run.json.empty()) fmt::print("{}: report {}\n", job.command, run.json);
 }
@@ -271,6 +273,36 @@ void run_bilateral(const InputOptions& input, const RunOptions& run, const Bilat
   });
 }
 
+void run_simulate(const InputOptions& input, const RunOptions& run, const SimulateOptions& options) {
+  LowDoseParams p = options.params;
+  p.window = fbp_window_from_string(options.window);
+  FilterJob job;
+  job.command = "simulate";
+  if (options.gaussian_noise > 0) {
+    job.parameters = {{"model", "image-domain gaussian"}, {"sigma", options.gaussian_noise}, {"seed", p.seed}};
+    job.description = fmt::format("ctdenoise {} simulate gaussian sigma={} seed={}", CTD_VERSION, options.gaussian_noise, p.seed);
+    job.filter = [&](const io::Image& in, Volume& out, const ExecContext&) {
+      out = add_gaussian_noise(in.volume, options.gaussian_noise, p.seed);
+      return FilterRun{Device::Cpu, "gaussian-noise", 1, {}};
+    };
+  } else {
+    job.parameters = {{"model", "parallel-beam projection, Poisson + electronic noise, FBP"},
+                      {"angles", p.angles},
+                      {"photons", p.photons},
+                      {"electronic_sigma", p.electronic_sigma},
+                      {"window", options.window},
+                      {"mu_water_per_mm", p.mu_water},
+                      {"seed", p.seed}};
+    job.description = fmt::format("ctdenoise {} simulate angles={} photons={} electronic_sigma={} window={} seed={}",
+                                  CTD_VERSION, p.angles, p.photons, p.electronic_sigma, options.window, p.seed);
+    job.filter = [&](const io::Image& in, Volume& out, const ExecContext&) {
+      out = simulate_low_dose(in.volume, p);
+      return FilterRun{Device::Cpu, "projection-fbp", 0, {}};  // threads: all hardware threads
+    };
+  }
+  run_filter(input, run, job);
+}
+
 void run_info(const InputOptions& input, const std::string& json_path, bool overwrite) {
   if (!json_path.empty()) io::check_side_output(json_path, overwrite);
   const io::Image image = io::read_image(input.path, input.read_options());
@@ -339,7 +371,7 @@ void run_compare(const CompareOptions& o) {
   const Statistics s = statistics(a);
   const double range = o.data_range > 0 ? o.data_range : s.max - s.min;
   if (!(range > 0)) invalid("the reference is constant: give --data-range");
-  const double padding = estimate_noise(a.view()).excluded_value;
+  const double padding = padding_value(a.view());
   const Region flat = o.flat_region.empty()
                           ? find_flat_region(a.view(), {16, 16, std::min<std::int64_t>(4, a.dims().nz)}, padding)
                           : parse_region(o.flat_region, "--flat-region");

@@ -5,6 +5,7 @@
 #include <ctdenoise/error.hpp>
 #include <ctdenoise/io.hpp>
 #include <ctdenoise/nlm.hpp>
+#include <ctdenoise/simulate.hpp>
 
 #include <cstdint>
 #include <string>
@@ -55,6 +56,13 @@ void run_nlm(const InputOptions& input, const RunOptions& run, const NlmOptions&
 void run_bilateral(const InputOptions& input, const RunOptions& run, const BilateralOptions& bf);
 void run_info(const InputOptions& input, const std::string& json, bool overwrite);
 void run_demo(const std::string& output_dir, RunOptions run);
+
+struct SimulateOptions {
+  LowDoseParams params;
+  std::string window = "ramp";
+  double gaussian_noise = 0;  // > 0: image-domain Gaussian noise instead of the projection model
+};
+void run_simulate(const InputOptions& input, const RunOptions& run, const SimulateOptions& options);
 
 struct CompareOptions {
   std::string reference, test, json;

@@ -98,6 +98,27 @@ int main(int argc, char** argv) {
   info_cmd->add_flag("--overwrite", info_overwrite, "Replace an existing JSON file");
   add_input_options(*info_cmd, input);
 
+  SimulateOptions simulate;
+  auto* simulate_cmd = app.add_subcommand("simulate", "Make a low-dose version of a clean CT image: projection, "
+                                                      "Poisson noise, filtered back-projection (or image noise)");
+  simulate_cmd->add_option("INPUT", input.path, "Clean CT image in HU")->required();
+  simulate_cmd->add_option("OUTPUT", run.output, "Output file or folder")->required();
+  simulate_cmd->add_option("--angles", simulate.params.angles, "Parallel-beam projections over 180 degrees")
+      ->capture_default_str();
+  simulate_cmd->add_option("--photons", simulate.params.photons, "Incident photons per detector bin (I0): the dose")
+      ->capture_default_str();
+  simulate_cmd->add_option("--electronic-noise", simulate.params.electronic_sigma,
+                           "Gaussian noise on the detected counts (standard deviation, counts)")
+      ->capture_default_str();
+  simulate_cmd->add_option("--fbp-window", simulate.window, "FBP filter: ramp, shepp-logan or hann")
+      ->capture_default_str();
+  simulate_cmd->add_option("--mu-water", simulate.params.mu_water, "Attenuation of water in 1/mm")->capture_default_str();
+  simulate_cmd->add_option("--seed", simulate.params.seed, "Random seed (same seed, same noise)")->capture_default_str();
+  simulate_cmd->add_option("--gaussian-noise", simulate.gaussian_noise,
+                           "Instead of the projection model: add Gaussian noise of this sigma (image units)");
+  add_input_options(*simulate_cmd, input);
+  add_run_options(*simulate_cmd, run);
+
   CompareOptions compare;
   auto* compare_cmd = app.add_subcommand("compare", "Quality of TEST against REFERENCE: PSNR, SSIM, RMSE, noise, CNR");
   compare_cmd->add_option("REFERENCE", compare.reference, "The reference image (e.g. the full-dose scan)")->required();
@@ -133,6 +154,7 @@ int main(int argc, char** argv) {
     else if (*info_cmd) run_info(input, info_json, info_overwrite);
     else if (*demo_cmd) run_demo(demo_dir, run);
     else if (*compare_cmd) run_compare(compare);
+    else if (*simulate_cmd) run_simulate(input, run, simulate);
     return kOk;
   } catch (const ctd::Error& e) {
     fmt::print(stderr, "ctdenoise: {}: {}\n", ctd::to_string(e.kind()), e.what());

@@ -30,4 +30,7 @@ struct NoiseEstimate {
 // Throws InvalidArgument when fewer than 16 residuals remain (e.g. a 1-voxel image).
 NoiseEstimate estimate_noise(ConstVolumeView<float> image, NoiseEstimator estimator = NoiseEstimator::PseudoResidual);
 
+// The image's padding value as defined above (the largest spike), or NaN when it has none.
+double padding_value(ConstVolumeView<float> image);
+
 }  // namespace ctd

@@ -86,6 +86,12 @@ std::string_view to_string(NoiseEstimator estimator) noexcept {
   return "?";
 }
 
+double padding_value(ConstVolumeView<float> image) {
+  if (image.dims.count() < 1) return std::numeric_limits<double>::quiet_NaN();
+  const std::vector<float> padding = find_padding(image);
+  return padding.empty() ? std::numeric_limits<double>::quiet_NaN() : double(padding.front());
+}
+
 NoiseEstimate estimate_noise(ConstVolumeView<float> in, NoiseEstimator estimator) {
   const Dims d = in.dims;
   if (d.nx < 1 || d.ny < 1 || d.nz < 1) {

@@ -144,6 +144,23 @@ TEST(Cli, CompareGivesPsnrSsimNoiseAndCnr) {
   EXPECT_EQ(run(dir, "compare a.nii.gz b.nii.gz --roi-a 1,1,1,99,8,5 --roi-b 1,1,1,2,2,2").code, 2) << "outside";
 }
 
+TEST(Cli, SimulateMakesANoisierImageAndRecordsHow) {
+  TempDir dir;
+  make_input(dir, "clean.nii.gz", {48, 40, 2});
+  Result r = run(dir, "simulate clean.nii.gz low.nii.gz --photons 3e3 --angles 60 --fbp-window hann --seed 7 --json s.json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto report = nlohmann::json::parse(slurp(dir / "s.json"));
+  EXPECT_EQ(report["parameters"]["angles"], 60);
+  EXPECT_EQ(report["parameters"]["window"], "hann");
+  EXPECT_EQ(report["parameters"]["seed"], 7);
+  r = run(dir, "simulate clean.nii.gz g.nii.gz --gaussian-noise 30 --json g.json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto g = nlohmann::json::parse(slurp(dir / "g.json"));
+  EXPECT_GT(g["output"]["statistics"]["std"].get<double>(), g["input"]["statistics"]["std"].get<double>());
+  EXPECT_EQ(run(dir, "simulate clean.nii.gz x.nii.gz --photons 0").code, 2);
+  EXPECT_EQ(run(dir, "simulate clean.nii.gz x.nii.gz --fbp-window cosine").code, 2);
+}
+
 TEST(Cli, InfoDescribesAnImage) {
   TempDir dir;
   make_input(dir, "in.nrrd");
