@@ -24,6 +24,10 @@
 #include <gdcmTrace.h>
 #include <zlib.h>
 
+#include <unistd.h>
+
+#include <atomic>
+#include <cctype>
 #include <cstring>
 #include <fstream>
 #include <mutex>
@@ -161,13 +165,52 @@ Volume to_volume(const FloatImage& itk_image) {
   return volume;
 }
 
-Image read_itk(const fs::path& path) {
+namespace {
+
+// nifticlib, given "x.nii.gz", reads the voxels of "x.nii" when that file exists too (the header
+// comes from the file asked for): a silent mix of two images. Such a file is read through a link
+// in a private folder, where it has no sibling.
+class UnambiguousNiftiPath {
+ public:
+  explicit UnambiguousNiftiPath(const fs::path& path) : path_(path) {
+    std::string name = path.filename().string();
+    std::string lower = name;
+    for (char& c : lower) c = char(std::tolower(static_cast<unsigned char>(c)));
+    fs::path sibling;
+    if (lower.ends_with(".nii.gz")) sibling = path.parent_path() / name.substr(0, name.size() - 3);
+    else if (lower.ends_with(".nii")) sibling = path.parent_path() / (name + ".gz");
+    std::error_code ec;
+    if (sibling.empty() || !fs::exists(sibling, ec)) return;
+    folder_ = fs::temp_directory_path() / fmt::format("ctdenoise-read-{}-{}", ::getpid(), counter_++);
+    fs::create_directories(folder_, ec);
+    fs::create_symlink(fs::absolute(path), folder_ / name, ec);
+    if (ec) fail(ErrorKind::Io, fmt::format("cannot read {} apart from {}: {}", quoted(path), quoted(sibling), ec.message()));
+    path_ = folder_ / name;
+  }
+  ~UnambiguousNiftiPath() {
+    std::error_code ignored;
+    if (!folder_.empty()) fs::remove_all(folder_, ignored);
+  }
+  UnambiguousNiftiPath(const UnambiguousNiftiPath&) = delete;
+  UnambiguousNiftiPath& operator=(const UnambiguousNiftiPath&) = delete;
+  const fs::path& get() const { return path_; }
+
+ private:
+  static inline std::atomic<int> counter_{0};
+  fs::path path_, folder_;
+};
+
+}  // namespace
+
+Image read_itk(const fs::path& original_path) {
+  const UnambiguousNiftiPath unambiguous(original_path);
+  const fs::path& path = unambiguous.get();
   itk::ImageIOBase::Pointer imageio =
       itk::ImageIOFactory::CreateImageIO(path.c_str(), itk::CommonEnums::IOFileMode::ReadMode);
   if (!imageio) {
     fail(ErrorKind::Io, fmt::format("{} is not an image ctdenoise can read (DICOM, NIfTI, MetaImage, NRRD, TIFF, "
                                     "PNG), or it is corrupt",
-                                    quoted(path)));
+                                    quoted(original_path)));
   }
   if (dynamic_cast<itk::GDCMImageIO*>(imageio.GetPointer())) return read_dicom(path, {});
 
@@ -178,20 +221,20 @@ Image read_itk(const fs::path& path) {
     if (imageio->GetNumberOfComponents() != 1) {
       fail(ErrorKind::Unsupported, fmt::format("{} has {} components per pixel (colour or vector image); only "
                                                "grayscale images are supported",
-                                               quoted(path), imageio->GetNumberOfComponents()));
+                                               quoted(original_path), imageio->GetNumberOfComponents()));
     }
     if (imageio->GetNumberOfDimensions() > 3) {
       std::size_t extra = 1;
       for (unsigned d = 3; d < imageio->GetNumberOfDimensions(); ++d) extra *= imageio->GetDimensions(d);
       if (extra > 1) {
         fail(ErrorKind::Unsupported, fmt::format("{} has {} dimensions; only 2D and 3D images are supported",
-                                                 quoted(path), imageio->GetNumberOfDimensions()));
+                                                 quoted(original_path), imageio->GetNumberOfDimensions()));
       }
     }
-    image.info.path = path;
+    image.info.path = original_path;
     image.info.format = format_of(*imageio);
-    image.info.pixel_type = pixel_type_of(imageio->GetComponentType(), path);
-    if (image.info.format == Format::Nifti) check_nifti(path, imageio->GetComponentType(), imageio->GetImageSizeInBytes());
+    image.info.pixel_type = pixel_type_of(imageio->GetComponentType(), original_path);
+    if (image.info.format == Format::Nifti) check_nifti(original_path, imageio->GetComponentType(), imageio->GetImageSizeInBytes());
 
     auto reader = itk::ImageFileReader<FloatImage>::New();
     reader->SetImageIO(imageio);
@@ -200,7 +243,7 @@ Image read_itk(const fs::path& path) {
     const FloatImage* itk_image = reader->GetOutput();
     image.volume = to_volume(*itk_image);
   } catch (const itk::ExceptionObject& e) {
-    fail(ErrorKind::Io, fmt::format("cannot read {}: {}", quoted(path), one_line(e.GetDescription())));
+    fail(ErrorKind::Io, fmt::format("cannot read {}: {}", quoted(original_path), one_line(e.GetDescription())));
   }
   return image;
 }

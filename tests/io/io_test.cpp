@@ -94,6 +94,17 @@ TEST_P(IoRoundTrip, KeepsVoxelsTypeAndGeometry) {
 
 INSTANTIATE_TEST_SUITE_P(Formats, IoRoundTrip, ::testing::ValuesIn(kRoundTrips), testing_util::case_name);
 
+TEST(Io, NiftiTwinsWithAndWithoutGzAreNeverMixed) {
+  // nifticlib reads x.nii's voxels when asked for x.nii.gz if both exist; ctdenoise must not.
+  TempDir dir;
+  const ctd::Volume gz = pattern({16, 16, 1}, 0, 100), plain = pattern({32, 32, 4}, 500, 900);
+  ctd::io::write_image(gz, info_of(PixelType::Float32), dir / "x.nii.gz");
+  ctd::io::write_image(plain, info_of(PixelType::Float32), dir / "x.nii");
+  expect_same_voxels(gz, ctd::io::read_image(dir / "x.nii.gz").volume);
+  expect_same_voxels(plain, ctd::io::read_image(dir / "x.nii").volume);
+  EXPECT_EQ(ctd::io::read_image(dir / "x.nii.gz").info.path, dir / "x.nii.gz");
+}
+
 TEST(Io, MetaImageHeaderPointsAtItsDataFile) {
   TempDir dir;
   const ctd::Volume v = pattern({5, 4, 3}, 0, 100);
