@@ -168,6 +168,19 @@ void run_filter(const InputOptions& input, const RunOptions& run, FilterJob& job
   if (!run.json.empty()) fmt::print("{}: report {}\n", job.command, run.json);
 }
 
+// "auto" (nullopt) or a number.
+std::optional<float> number_or_auto(const std::string& text, const char* option) {
+  if (text == "auto") return std::nullopt;
+  try {
+    std::size_t used = 0;
+    const float v = std::stof(text, &used);
+    if (used != text.size()) throw std::invalid_argument(text);
+    return v;
+  } catch (const std::exception&) {
+    invalid(fmt::format("{} must be a number or 'auto', got '{}'", option, text));
+  }
+}
+
 template <class E>
 E parse_choice(const std::string& name, std::initializer_list<std::pair<const char*, E>> choices, const char* what) {
   std::string names;
@@ -202,6 +215,9 @@ io::ReadOptions InputOptions::read_options() const {
 
 NlmParams NlmOptions::resolve() const {
   NlmParams p = params;
+  // "auto" values are filled in from the image later; a placeholder keeps validation meaningful.
+  p.h = number_or_auto(h, "--h").value_or(1.0f);
+  p.noise_sigma = number_or_auto(noise_sigma, "--noise-sigma").value_or(0.0f);
   p.patch_kernel = parse_choice<PatchKernel>(patch_kernel, {{"uniform", PatchKernel::Uniform}, {"gaussian", PatchKernel::Gaussian}},
                                              "patch kernel");
   p.distance = parse_choice<PatchDistance>(distance, {{"l2", PatchDistance::L2}, {"l1", PatchDistance::L1}}, "distance");
@@ -219,7 +235,7 @@ BilateralParams BilateralOptions::resolve() const {
   }
   p.sigma_spatial = sigma_spatial > 0 ? sigma_spatial : sigma_spatial_mm;
   p.spatial_unit = sigma_spatial > 0 ? SpatialUnit::Voxel : SpatialUnit::Millimetre;
-  p.sigma_range = sigma_range;
+  p.sigma_range = number_or_auto(sigma_range, "--sigma-range").value_or(1.0f);
   if (!radius.empty()) p.radius = parse_triple<int>(radius, "--radius", true);
   p.algorithm = bilateral_algorithm_from_string(algorithm);
   p.accuracy_db = accuracy_db;
@@ -231,20 +247,30 @@ BilateralParams BilateralOptions::resolve() const {
 }
 
 void run_nlm(const InputOptions& input, const RunOptions& run, const NlmOptions& options) {
-  const NlmParams p = options.resolve();
+  NlmParams p = options.resolve();
+  const bool auto_h = options.h == "auto", auto_sigma = options.noise_sigma == "auto";
   FilterJob job;
   job.command = "nlm";
-  job.parameters = {{"search_radius", p.search_radius}, {"patch_radius", p.patch_radius}, {"h", p.h},
-                    {"noise_sigma", p.noise_sigma},     {"patch_kernel", options.patch_kernel},
-                    {"distance", options.distance},     {"centre_weight", options.centre_weight},
-                    {"algorithm", options.algorithm}};
-  if (p.patch_kernel == PatchKernel::Gaussian) job.parameters["patch_sigma"] = p.patch_sigma;
-  job.description = fmt::format("ctdenoise {} nlm search_radius={} patch_radius={} h={} noise_sigma={} distance={}",
-                                CTD_VERSION, p.search_radius, p.patch_radius, p.h, p.noise_sigma, options.distance);
   job.filter = [&](const io::Image& in, Volume& out, const ExecContext& context) {
     return nlm(in.volume.view(), out.view(), p, context);
   };
-  run_filter(input, run, job);
+  run_filter(input, run, job, [&](const io::Image& image) {
+    if (auto_h || auto_sigma) {
+      const NoiseEstimate noise = estimate_noise(image.volume.view());
+      if (auto_h) p.h = float(kAutoHPerNoiseSigma * noise.sigma);
+      if (auto_sigma) p.noise_sigma = float(noise.sigma);
+      job.parameters["noise_sigma_estimate"] = noise.sigma;
+      if (!(p.h > 0)) invalid("--h auto: the image shows no noise (estimated sigma 0); give --h");
+      if (!run.quiet) fmt::print("nlm: noise sigma {:.4g} (estimated), h = {:.4g}\n", noise.sigma, p.h);
+    }
+    job.parameters.update({{"search_radius", p.search_radius}, {"patch_radius", p.patch_radius}, {"h", p.h},
+                           {"h_auto", auto_h}, {"noise_sigma", p.noise_sigma}, {"patch_kernel", options.patch_kernel},
+                           {"distance", options.distance}, {"centre_weight", options.centre_weight},
+                           {"algorithm", options.algorithm}});
+    if (p.patch_kernel == PatchKernel::Gaussian) job.parameters["patch_sigma"] = p.patch_sigma;
+    job.description = fmt::format("ctdenoise {} nlm search_radius={} patch_radius={} h={} noise_sigma={} distance={}",
+                                  CTD_VERSION, p.search_radius, p.patch_radius, p.h, p.noise_sigma, options.distance);
+  });
 }
 
 void run_bilateral(const InputOptions& input, const RunOptions& run, const BilateralOptions& options) {
@@ -257,12 +283,20 @@ void run_bilateral(const InputOptions& input, const RunOptions& run, const Bilat
   // The window depends on the image's spacing (sigma in mm) and dimensionality.
   run_filter(input, run, job, [&](const io::Image& image) {
     p.spacing = image.volume.geometry.spacing;
+    if (options.sigma_range == "auto") {
+      const NoiseEstimate noise = estimate_noise(image.volume.view());
+      p.sigma_range = float(kAutoSigmaRangePerNoiseSigma * noise.sigma);
+      job.parameters["noise_sigma_estimate"] = noise.sigma;
+      if (!(p.sigma_range > 0)) invalid("--sigma-range auto: the image shows no noise (estimated sigma 0); give --sigma-range");
+      if (!run.quiet) fmt::print("bilateral: noise sigma {:.4g} (estimated), sigma_range = {:.4g}\n", noise.sigma, p.sigma_range);
+    }
     const auto r = bilateral_radius(p, image.volume.dims());
-    job.parameters = {{"sigma_spatial", p.sigma_spatial},
+    job.parameters.update({{"sigma_spatial", p.sigma_spatial},
                       {"sigma_spatial_unit", p.spatial_unit == SpatialUnit::Voxel ? "voxel" : "mm"},
                       {"sigma_range", p.sigma_range},
                       {"radius", r},
-                      {"algorithm", options.algorithm}};
+                      {"sigma_range_auto", options.sigma_range == "auto"},
+                      {"algorithm", options.algorithm}});
     if (p.algorithm == BilateralAlgorithm::Compressive) {
       job.parameters["accuracy_db"] = p.accuracy_db;
       job.parameters["gaussian"] = options.gaussian;

@@ -42,12 +42,14 @@ struct RunOptions {
 
 struct NlmOptions {
   NlmParams params;
+  std::string h = "auto", noise_sigma = "0";  // numbers, or "auto": from the image's noise estimate
   std::string patch_kernel = "uniform", distance = "l2", centre_weight = "formula", algorithm = "auto";
   NlmParams resolve() const;  // the names above parsed into params; throws InvalidArgument
 };
 
 struct BilateralOptions {
-  float sigma_spatial = 0, sigma_spatial_mm = 0, sigma_range = 0, accuracy_db = 50;
+  float sigma_spatial = 0, sigma_spatial_mm = 0, accuracy_db = 50;
+  std::string sigma_range = "auto";  // a number, or "auto": from the image's noise estimate
   std::string radius, algorithm = "auto", gaussian = "direct";
   BilateralParams resolve() const;  // spacing is filled in from the image later
 };

@@ -52,13 +52,16 @@ int main(int argc, char** argv) {
   auto* nlm_cmd = app.add_subcommand("nlm", "Non-local means: denoise INPUT into OUTPUT");
   nlm_cmd->add_option("INPUT", input.path, "Image file, DICOM file or DICOM series folder")->required();
   nlm_cmd->add_option("OUTPUT", run.output, "Output file (format from the extension) or folder (DICOM series)")->required();
-  nlm_cmd->add_option("--h", nlm.params.h, "Filtering strength h in image units (HU for CT), > 0")->required();
+  nlm_cmd->add_option("--h", nlm.h, "Filtering strength h in image units (HU for CT), > 0, or auto (2.8 x the "
+                                     "estimated noise sigma)")
+      ->capture_default_str();
   nlm_cmd->add_option("--search-radius", nlm.params.search_radius, "Search window half-width in voxels: (2r+1)^dim")
       ->capture_default_str();
   nlm_cmd->add_option("--patch-radius", nlm.params.patch_radius, "Patch half-width in voxels: (2r+1)^dim")
       ->capture_default_str();
-  nlm_cmd->add_option("--noise-sigma", nlm.params.noise_sigma,
-                      "Noise standard deviation in image units; subtracts 2 sigma^2 from patch distances")
+  nlm_cmd->add_option("--noise-sigma", nlm.noise_sigma,
+                      "Noise standard deviation in image units, or auto (estimated); subtracts 2 sigma^2 from patch "
+                      "distances")
       ->capture_default_str();
   nlm_cmd->add_option("--patch-kernel", nlm.patch_kernel, "Patch weighting: uniform or gaussian")->capture_default_str();
   nlm_cmd->add_option("--patch-sigma", nlm.params.patch_sigma, "Width of the gaussian patch kernel in voxels")
@@ -77,7 +80,9 @@ int main(int argc, char** argv) {
   bf_cmd->add_option("OUTPUT", run.output, "Output file (format from the extension) or folder (DICOM series)")->required();
   bf_cmd->add_option("--sigma-spatial", bf.sigma_spatial, "Spatial Gaussian sigma in voxels");
   bf_cmd->add_option("--sigma-spatial-mm", bf.sigma_spatial_mm, "Spatial Gaussian sigma in mm (uses the voxel spacing)");
-  bf_cmd->add_option("--sigma-range", bf.sigma_range, "Range Gaussian sigma in image units (HU for CT), > 0")->required();
+  bf_cmd->add_option("--sigma-range", bf.sigma_range,
+                     "Range Gaussian sigma in image units (HU for CT), > 0, or auto (5.5 x the estimated noise sigma)")
+      ->capture_default_str();
   bf_cmd->add_option("--radius", bf.radius, "Window half-width in voxels: R or RX,RY,RZ (default ceil(3 sigma / spacing))");
   bf_cmd->add_option("--algorithm", bf.algorithm, "Variant: auto, direct (exact), compressive (approximate, CPU)")
       ->capture_default_str();

@@ -161,6 +161,24 @@ TEST(Cli, SimulateMakesANoisierImageAndRecordsHow) {
   EXPECT_EQ(run(dir, "simulate clean.nii.gz x.nii.gz --fbp-window cosine").code, 2);
 }
 
+TEST(Cli, AutomaticParametersComeFromTheNoiseEstimate) {
+  TempDir dir;
+  make_input(dir, "in.nii.gz");
+  Result r = run(dir, "nlm in.nii.gz out.nii.gz --search-radius 2 --noise-sigma auto --json r.json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto report = nlohmann::json::parse(slurp(dir / "r.json"));
+  const double sigma = report["parameters"]["noise_sigma_estimate"].get<double>();
+  EXPECT_GT(sigma, 1.0);
+  EXPECT_TRUE(report["parameters"]["h_auto"].get<bool>());
+  EXPECT_NEAR(report["parameters"]["h"].get<double>(), 2.8 * sigma, 1e-3 * sigma);
+  EXPECT_NEAR(report["parameters"]["noise_sigma"].get<double>(), sigma, 1e-3 * sigma);
+  r = run(dir, "bilateral in.nii.gz bf.nii.gz --sigma-spatial 1 --json b.json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  report = nlohmann::json::parse(slurp(dir / "b.json"));
+  EXPECT_NEAR(report["parameters"]["sigma_range"].get<double>(),
+              5.5 * report["parameters"]["noise_sigma_estimate"].get<double>(), 1e-2);
+}
+
 TEST(Cli, InfoDescribesAnImage) {
   TempDir dir;
   make_input(dir, "in.nrrd");
@@ -212,8 +230,8 @@ const BadRun kBadRuns[] = {
     {"nan_voxels", "nlm nan.nii out.nii.gz --h 10", 2, "NaN"},
     {"h_zero", "nlm in.nii.gz out.nii.gz --h 0", 2, "h must be"},
     {"h_negative", "nlm in.nii.gz out.nii.gz --h -3", 2, "h must be"},
-    {"h_missing", "nlm in.nii.gz out.nii.gz", 2, "--h"},
     {"h_not_a_number", "nlm in.nii.gz out.nii.gz --h abc", 2, "--h"},
+    {"sigma_range_not_a_number", "bilateral in.nii.gz out.nii.gz --sigma-spatial 1 --sigma-range 3x", 2, "--sigma-range"},
     {"search_radius_zero", "nlm in.nii.gz out.nii.gz --h 10 --search-radius 0", 2, "search_radius"},
     {"patch_radius_zero", "nlm in.nii.gz out.nii.gz --h 10 --patch-radius 0", 2, "patch_radius"},
     {"noise_sigma_negative", "nlm in.nii.gz out.nii.gz --h 10 --noise-sigma -1", 2, "noise_sigma"},

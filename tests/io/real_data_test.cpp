@@ -5,7 +5,10 @@
 
 #include <ctdenoise/ctdenoise.hpp>
 #include <ctdenoise/io.hpp>
+#include <ctdenoise/metrics.hpp>
+#include <ctdenoise/simulate.hpp>
 
+#include <fmt/format.h>
 #include <zlib.h>
 
 #include <fstream>
@@ -248,6 +251,47 @@ TEST(RealData, NoiseEstimatesFindAddedNoiseWithinTenPercent) {
                        std::to_string(found) + " (base " + std::to_string(base) + ")");
       }
     }
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// The acceptance test for automatic parameters: on a real CT slice with simulated
+// low-dose noise at three doses, the automatic h (and sigma_range) lands within 0.3 dB PSNR of
+// the best value of a sweep.
+TEST(RealData, AutomaticParametersLandWithinPointThreeDbOfTheSweepsBest) {
+  CTD_REQUIRE_SHARED_DATA();
+  const ctd::Volume clean = ctd::io::read_image(data("dicom_wg04_ct1_ge/CT1_UNC.dcm")).volume;
+  const double range = 4278;  // max - min of CT1 in HU
+  for (double photons : {3e6, 1e6, 2e5}) {
+    ctd::LowDoseParams dose;
+    dose.photons = photons;
+    const ctd::Volume noisy = ctd::simulate_low_dose(clean, dose);
+    const double sigma = ctd::estimate_noise(noisy.view()).sigma;
+    ctd::Volume out(clean.dims());
+    auto nlm_psnr = [&](double factor) {
+      ctd::NlmParams p;
+      p.h = float(factor * sigma);
+      ctd::nlm(noisy.view(), out.view(), p);
+      return ctd::psnr(clean.view(), out.view(), range);
+    };
+    auto bf_psnr = [&](double factor) {
+      ctd::BilateralParams p;
+      p.sigma_spatial = 1.5f;
+      p.sigma_range = float(factor * sigma);
+      ctd::bilateral(noisy.view(), out.view(), p);
+      return ctd::psnr(clean.view(), out.view(), range);
+    };
+    double best_nlm = 0, best_bf = 0;
+    for (double f = 1.0; f <= 5.01; f += 0.2) best_nlm = std::max(best_nlm, nlm_psnr(f));
+    for (double f = 2.0; f <= 10.01; f += 0.5) best_bf = std::max(best_bf, bf_psnr(f));
+    const double auto_nlm = nlm_psnr(ctd::kAutoHPerNoiseSigma), auto_bf = bf_psnr(ctd::kAutoSigmaRangePerNoiseSigma);
+    EXPECT_GE(auto_nlm, best_nlm - 0.3) << "I0 " << photons << " sigma " << sigma;
+    EXPECT_GE(auto_bf, best_bf - 0.3) << "I0 " << photons << " sigma " << sigma;
+    RecordProperty("nlm_I0_" + std::to_string(int(photons)), fmt::format("auto {:.3f} best {:.3f}", auto_nlm, best_nlm));
+    RecordProperty("bf_I0_" + std::to_string(int(photons)), fmt::format("auto {:.3f} best {:.3f}", auto_bf, best_bf));
   }
 }
 
