@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   nlm_cmd->add_option("--centre-weight", nlm.centre_weight, "Weight of the voxel itself: formula (1) or max")
       ->capture_default_str();
-  nlm_cmd->add_option("--algorithm", nlm.algorithm, "Variant: auto, displacement (CPU); naive, tiled, zslide (3D), fused (CUDA)")->capture_default_str();
+  nlm_cmd->add_option("--algorithm", nlm.algorithm, "Variant: auto, displacement, blockwise (approximate) (CPU); naive, tiled, zslide (3D), fused (CUDA)")->capture_default_str();
   add_input_options(*nlm_cmd, input);
   add_run_options(*nlm_cmd, run);
 

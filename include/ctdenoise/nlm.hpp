@@ -35,6 +35,7 @@ enum class NlmAlgorithm {
   Tiled,         // CUDA: seed 000, the block's apron prefetched into shared memory, then the naive loops
   ZSlide,        // CUDA, 3D only: seed 001, each thread slides along z, planes kept in shared memory
   Fused,         // CUDA: tiles in shared memory, patch distances by separable sums, no intermediates
+  Blockwise,     // CPU, APPROXIMATE: Coupe et al. 2008 blockwise NLM with voxel preselection
 };
 
 struct NlmParams {

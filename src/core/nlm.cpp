@@ -45,13 +45,15 @@ std::string_view to_string(NlmAlgorithm algorithm) noexcept {
     case NlmAlgorithm::Tiled: return "tiled";
     case NlmAlgorithm::ZSlide: return "zslide";
     case NlmAlgorithm::Fused: return "fused";
+    case NlmAlgorithm::Blockwise: return "blockwise";
   }
   return "?";
 }
 
 NlmAlgorithm nlm_algorithm_from_string(std::string_view name) {
   static constexpr NlmAlgorithm kAll[] = {NlmAlgorithm::Auto,  NlmAlgorithm::Displacement, NlmAlgorithm::Naive,
-                                          NlmAlgorithm::Tiled, NlmAlgorithm::ZSlide,       NlmAlgorithm::Fused};
+                                          NlmAlgorithm::Tiled, NlmAlgorithm::ZSlide,       NlmAlgorithm::Fused,
+                                          NlmAlgorithm::Blockwise};
   return detail::enum_from_string(name, kAll, "NLM algorithm");
 }
 
@@ -61,12 +63,14 @@ namespace {
 NlmAlgorithm resolve_algorithm(NlmAlgorithm requested, Device device) {
   if (device == Device::Cuda) {
     if (requested == NlmAlgorithm::Auto) return NlmAlgorithm::Fused;
-    if (requested == NlmAlgorithm::Displacement) {
-      throw Error(ErrorKind::Unsupported, "the NLM algorithm 'displacement' runs on the CPU only in this version "
-                                          "(CUDA: naive, tiled, zslide, fused)");
+    if (requested == NlmAlgorithm::Displacement || requested == NlmAlgorithm::Blockwise) {
+      throw Error(ErrorKind::Unsupported, fmt::format("the NLM algorithm '{}' runs on the CPU only in this version "
+                                                      "(CUDA: naive, tiled, zslide, fused)",
+                                                      to_string(requested)));
     }
     return requested;
   }
+  if (requested == NlmAlgorithm::Blockwise) return requested;
   if (requested != NlmAlgorithm::Auto && requested != NlmAlgorithm::Displacement) {
     throw Error(ErrorKind::Unsupported, fmt::format("the NLM algorithm '{}' runs on CUDA only (CPU: displacement)",
                                                     to_string(requested)));
@@ -90,6 +94,15 @@ FilterRun nlm(ConstVolumeView<float> in, VolumeView<float> out, const NlmParams&
   }
 #endif
   cpu::ThreadPool pool(run.threads);
+  if (algorithm == NlmAlgorithm::Blockwise) {
+    if (params.distance != PatchDistance::L2 || params.patch_kernel != PatchKernel::Uniform ||
+        params.centre_weight != CentreWeight::Formula) {
+      throw Error(ErrorKind::Unsupported, "blockwise NLM takes the uniform L2 patch distance and the formula centre "
+                                          "weight only");
+    }
+    cpu::nlm_blockwise(run.input, out, params, pool, context.progress);
+    return {run.device, std::string(to_string(algorithm)), run.threads, {{"approximate", 1.0}}};
+  }
   cpu::nlm_displacement(run.input, out, params, pool, context.progress);
   return {run.device, std::string(to_string(algorithm)), run.threads, {}};
 }

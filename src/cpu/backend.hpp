@@ -17,6 +17,10 @@ using Progress = std::function<void(double)>;
 void nlm_displacement(ConstVolumeView<float> in, VolumeView<float> out, const NlmParams& params,
                       ThreadPool& pool, const Progress& progress);
 
+// Blockwise NLM with voxel preselection (Coupe et al. 2008): approximate.
+void nlm_blockwise(ConstVolumeView<float> in, VolumeView<float> out, const NlmParams& params, ThreadPool& pool,
+                   const Progress& progress);
+
 // Exact bilateral filter, direct sum over the window with a tabulated spatial kernel.
 void bilateral_direct(ConstVolumeView<float> in, VolumeView<float> out, const BilateralParams& params,
                       const std::array<int, 3>& radius, ThreadPool& pool, const Progress& progress);
