@@ -337,6 +337,18 @@ void run_simulate(const InputOptions& input, const RunOptions& run, const Simula
   run_filter(input, run, job);
 }
 
+void run_convert(const InputOptions& input, const RunOptions& run) {
+  FilterJob job;
+  job.command = "convert";
+  job.parameters = json::object();
+  job.description = fmt::format("ctdenoise {} convert", CTD_VERSION);
+  job.filter = [](const io::Image& in, Volume& out, const ExecContext&) {
+    out = in.volume;
+    return FilterRun{Device::Cpu, "copy", 1, {}};
+  };
+  run_filter(input, run, job);
+}
+
 void run_info(const InputOptions& input, const std::string& json_path, bool overwrite) {
   if (!json_path.empty()) io::check_side_output(json_path, overwrite);
   const io::Image image = io::read_image(input.path, input.read_options());

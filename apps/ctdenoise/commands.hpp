@@ -66,6 +66,9 @@ struct SimulateOptions {
 };
 void run_simulate(const InputOptions& input, const RunOptions& run, const SimulateOptions& options);
 
+// Reads INPUT and writes it as OUTPUT (format from the name), nothing else changed.
+void run_convert(const InputOptions& input, const RunOptions& run);
+
 struct CompareOptions {
   std::string reference, test, json;
   double data_range = 0;  // 0: max - min of the reference

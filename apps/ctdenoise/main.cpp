@@ -124,6 +124,12 @@ int main(int argc, char** argv) {
   add_input_options(*simulate_cmd, input);
   add_run_options(*simulate_cmd, run);
 
+  auto* convert_cmd = app.add_subcommand("convert", "Write INPUT in another format (the OUTPUT's extension)");
+  convert_cmd->add_option("INPUT", input.path, "Image file, DICOM file or DICOM series folder")->required();
+  convert_cmd->add_option("OUTPUT", run.output, "Output file or folder")->required();
+  add_input_options(*convert_cmd, input);
+  add_run_options(*convert_cmd, run);
+
   CompareOptions compare;
   auto* compare_cmd = app.add_subcommand("compare", "Quality of TEST against REFERENCE: PSNR, SSIM, RMSE, noise, CNR");
   compare_cmd->add_option("REFERENCE", compare.reference, "The reference image (e.g. the full-dose scan)")->required();
@@ -160,6 +166,7 @@ int main(int argc, char** argv) {
     else if (*demo_cmd) run_demo(demo_dir, run);
     else if (*compare_cmd) run_compare(compare);
     else if (*simulate_cmd) run_simulate(input, run, simulate);
+    else if (*convert_cmd) run_convert(input, run);
     return kOk;
   } catch (const ctd::Error& e) {
     fmt::print(stderr, "ctdenoise: {}: {}\n", ctd::to_string(e.kind()), e.what());

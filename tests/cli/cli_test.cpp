@@ -179,6 +179,17 @@ TEST(Cli, AutomaticParametersComeFromTheNoiseEstimate) {
               5.5 * report["parameters"]["noise_sigma_estimate"].get<double>(), 1e-2);
 }
 
+TEST(Cli, ConvertKeepsVoxelsAndGeometry) {
+  TempDir dir;
+  make_input(dir, "in.nii.gz");
+  ASSERT_EQ(run(dir, "convert in.nii.gz out.nrrd -q").code, 0);
+  const auto a = ctd::io::read_image(dir / "in.nii.gz"), b = ctd::io::read_image(dir / "out.nrrd");
+  ASSERT_EQ(a.volume.dims(), b.volume.dims());
+  for (std::int64_t i = 0; i < a.volume.size(); ++i) ASSERT_EQ(a.volume.data()[i], b.volume.data()[i]);
+  EXPECT_EQ(b.volume.geometry.spacing[2], 2.0);
+  EXPECT_EQ(run(dir, "convert in.nii.gz out.nrrd").code, 3) << "no overwrite";
+}
+
 TEST(Cli, InfoDescribesAnImage) {
   TempDir dir;
   make_input(dir, "in.nrrd");
