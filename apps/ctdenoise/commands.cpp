@@ -370,9 +370,9 @@ void run_demo(const std::string& output_dir, RunOptions run) {
   NlmOptions nlm;
   nlm.params.search_radius = 3;
   nlm.params.patch_radius = 1;
-  nlm.params.h = 30.0f;  // HU
-  fmt::print("demo: non-local means on {} (search radius {}, patch radius {}, h = {} HU)\n", input.path,
-             nlm.params.search_radius, nlm.params.patch_radius, nlm.params.h);
+  nlm.h = "auto";  // from the volume's noise estimate
+  fmt::print("demo: non-local means on {} (search radius {}, patch radius {}, h from the noise estimate)\n",
+             input.path, nlm.params.search_radius, nlm.params.patch_radius);
   run_nlm(input, run, nlm);
 }
 
