@@ -35,9 +35,9 @@ namespace {
 
 [[noreturn]] void invalid(const std::string& message) { throw Error(ErrorKind::InvalidArgument, message); }
 
-// "a,b,c" (or one value for all three when allow_one) as numbers.
+// "a,b,..." as numbers (whole numbers for integral T); InvalidArgument naming `what` otherwise.
 template <class T>
-std::array<T, 3> parse_triple(const std::string& text, const char* what, bool allow_one) {
+std::vector<T> parse_numbers(const std::string& text, const char* what) {
   std::vector<T> values;
   std::size_t start = 0;
   while (start <= text.size()) {
@@ -54,6 +54,13 @@ std::array<T, 3> parse_triple(const std::string& text, const char* what, bool al
     }
     start = end + 1;
   }
+  return values;
+}
+
+// "a,b,c" (or one value for all three when allow_one) as numbers.
+template <class T>
+std::array<T, 3> parse_triple(const std::string& text, const char* what, bool allow_one) {
+  const std::vector<T> values = parse_numbers<T>(text, what);
   if (values.size() == 1 && allow_one) return {values[0], values[0], values[0]};
   if (values.size() != 3) invalid(fmt::format("{} needs {}3 values, got '{}'", what, allow_one ? "1 or " : "", text));
   return {values[0], values[1], values[2]};
@@ -379,20 +386,7 @@ void run_demo(const std::string& output_dir, RunOptions run) {
 namespace {
 
 Region parse_region(const std::string& text, const char* what) {
-  std::vector<std::int64_t> v;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    const std::size_t end = std::min(text.find(',', start), text.size());
-    try {
-      std::size_t used = 0;
-      const std::string item = text.substr(start, end - start);
-      v.push_back(std::stoll(item, &used));
-      if (used != item.size()) throw std::invalid_argument(item);
-    } catch (const std::exception&) {
-      invalid(fmt::format("{} must be X0,Y0,Z0,X1,Y1,Z1 (voxels, end exclusive), got '{}'", what, text));
-    }
-    start = end + 1;
-  }
+  const std::vector<std::int64_t> v = parse_numbers<std::int64_t>(text, what);
   if (v.size() != 6) invalid(fmt::format("{} must be X0,Y0,Z0,X1,Y1,Z1 (voxels, end exclusive), got '{}'", what, text));
   return Region{{v[0], v[1], v[2]}, {v[3], v[4], v[5]}};
 }

@@ -33,6 +33,13 @@ void add_run_options(CLI::App& cmd, RunOptions& run) {
   cmd.add_flag("-q,--quiet", run.quiet, "No progress bar");
 }
 
+void add_file_job(CLI::App& cmd, InputOptions& input, RunOptions& run) {
+  cmd.add_option("INPUT", input.path, "Image file, DICOM file or DICOM series folder")->required();
+  cmd.add_option("OUTPUT", run.output, "Output file (format from the extension) or folder (DICOM series)")->required();
+  add_input_options(cmd, input);
+  add_run_options(cmd, run);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -50,8 +57,6 @@ int main(int argc, char** argv) {
 
   NlmOptions nlm;
   auto* nlm_cmd = app.add_subcommand("nlm", "Non-local means: denoise INPUT into OUTPUT");
-  nlm_cmd->add_option("INPUT", input.path, "Image file, DICOM file or DICOM series folder")->required();
-  nlm_cmd->add_option("OUTPUT", run.output, "Output file (format from the extension) or folder (DICOM series)")->required();
   nlm_cmd->add_option("--h", nlm.h, "Filtering strength h in image units (HU for CT), > 0, or auto (2.8 x the "
                                      "estimated noise sigma)")
       ->capture_default_str();
@@ -71,13 +76,10 @@ int main(int argc, char** argv) {
   nlm_cmd->add_option("--centre-weight", nlm.centre_weight, "Weight of the voxel itself: formula (1) or max")
       ->capture_default_str();
   nlm_cmd->add_option("--algorithm", nlm.algorithm, "Variant: auto, displacement, blockwise (approximate) (CPU); naive, tiled, zslide (3D), fused (CUDA)")->capture_default_str();
-  add_input_options(*nlm_cmd, input);
-  add_run_options(*nlm_cmd, run);
+  add_file_job(*nlm_cmd, input, run);
 
   BilateralOptions bf;
   auto* bf_cmd = app.add_subcommand("bilateral", "Bilateral filter: denoise INPUT into OUTPUT");
-  bf_cmd->add_option("INPUT", input.path, "Image file, DICOM file or DICOM series folder")->required();
-  bf_cmd->add_option("OUTPUT", run.output, "Output file (format from the extension) or folder (DICOM series)")->required();
   bf_cmd->add_option("--sigma-spatial", bf.sigma_spatial, "Spatial Gaussian sigma in voxels");
   bf_cmd->add_option("--sigma-spatial-mm", bf.sigma_spatial_mm, "Spatial Gaussian sigma in mm (uses the voxel spacing)");
   bf_cmd->add_option("--sigma-range", bf.sigma_range,
@@ -92,8 +94,7 @@ int main(int argc, char** argv) {
   bf_cmd->add_option("--gaussian", bf.gaussian,
                      "compressive: Gaussian filters as direct 1D passes, or recursive (cost independent of sigma)")
       ->capture_default_str();
-  add_input_options(*bf_cmd, input);
-  add_run_options(*bf_cmd, run);
+  add_file_job(*bf_cmd, input, run);
 
   std::string info_json;
   bool info_overwrite = false;
@@ -106,8 +107,6 @@ int main(int argc, char** argv) {
   SimulateOptions simulate;
   auto* simulate_cmd = app.add_subcommand("simulate", "Make a low-dose version of a clean CT image: projection, "
                                                       "Poisson noise, filtered back-projection (or image noise)");
-  simulate_cmd->add_option("INPUT", input.path, "Clean CT image in HU")->required();
-  simulate_cmd->add_option("OUTPUT", run.output, "Output file or folder")->required();
   simulate_cmd->add_option("--angles", simulate.params.angles, "Parallel-beam projections over 180 degrees")
       ->capture_default_str();
   simulate_cmd->add_option("--photons", simulate.params.photons, "Incident photons per detector bin (I0): the dose")
@@ -121,14 +120,10 @@ int main(int argc, char** argv) {
   simulate_cmd->add_option("--seed", simulate.params.seed, "Random seed (same seed, same noise)")->capture_default_str();
   simulate_cmd->add_option("--gaussian-noise", simulate.gaussian_noise,
                            "Instead of the projection model: add Gaussian noise of this sigma (image units)");
-  add_input_options(*simulate_cmd, input);
-  add_run_options(*simulate_cmd, run);
+  add_file_job(*simulate_cmd, input, run);
 
   auto* convert_cmd = app.add_subcommand("convert", "Write INPUT in another format (the OUTPUT's extension)");
-  convert_cmd->add_option("INPUT", input.path, "Image file, DICOM file or DICOM series folder")->required();
-  convert_cmd->add_option("OUTPUT", run.output, "Output file or folder")->required();
-  add_input_options(*convert_cmd, input);
-  add_run_options(*convert_cmd, run);
+  add_file_job(*convert_cmd, input, run);
 
   CompareOptions compare;
   auto* compare_cmd = app.add_subcommand("compare", "Quality of TEST against REFERENCE: PSNR, SSIM, RMSE, noise, CNR");
