@@ -30,11 +30,14 @@ enum class CentreWeight {
 
 enum class NlmAlgorithm {
   Auto,          // the fastest exact variant for the device
-  Displacement,  // CPU: one pass per displacement, symmetric pairs computed once
+  Displacement,  // CPU: one pass per displacement, symmetric pairs computed once;
+                 // CUDA: seed 004, kernels per displacement (difference, separable sums, weights)
+  RowWise,       // CUDA: seed 003, row partial distances once into shared memory, symmetric weights
   Naive,         // CUDA: one thread per voxel, everything from global memory (the papers' baseline)
   Tiled,         // CUDA: seed 000, the block's apron prefetched into shared memory, then the naive loops
   ZSlide,        // CUDA, 3D only: seed 001, each thread slides along z, planes kept in shared memory
-  Fused,         // CUDA: tiles in shared memory, patch distances by separable sums, no intermediates
+  Fused,         // CUDA: tiles in shared memory, patch distances by sliding sums in registers,
+                 // no intermediates in global memory
   Blockwise,     // CPU, APPROXIMATE: Coupe et al. 2008 blockwise NLM with voxel preselection
 };
 

@@ -41,6 +41,7 @@ std::string_view to_string(NlmAlgorithm algorithm) noexcept {
   switch (algorithm) {
     case NlmAlgorithm::Auto: return "auto";
     case NlmAlgorithm::Displacement: return "displacement";
+    case NlmAlgorithm::RowWise: return "rowwise";
     case NlmAlgorithm::Naive: return "naive";
     case NlmAlgorithm::Tiled: return "tiled";
     case NlmAlgorithm::ZSlide: return "zslide";
@@ -51,9 +52,9 @@ std::string_view to_string(NlmAlgorithm algorithm) noexcept {
 }
 
 NlmAlgorithm nlm_algorithm_from_string(std::string_view name) {
-  static constexpr NlmAlgorithm kAll[] = {NlmAlgorithm::Auto,  NlmAlgorithm::Displacement, NlmAlgorithm::Naive,
-                                          NlmAlgorithm::Tiled, NlmAlgorithm::ZSlide,       NlmAlgorithm::Fused,
-                                          NlmAlgorithm::Blockwise};
+  static constexpr NlmAlgorithm kAll[] = {NlmAlgorithm::Auto,  NlmAlgorithm::Displacement, NlmAlgorithm::RowWise,
+                                          NlmAlgorithm::Naive, NlmAlgorithm::Tiled,        NlmAlgorithm::ZSlide,
+                                          NlmAlgorithm::Fused, NlmAlgorithm::Blockwise};
   return detail::enum_from_string(name, kAll, "NLM algorithm");
 }
 
@@ -63,16 +64,16 @@ namespace {
 NlmAlgorithm resolve_algorithm(NlmAlgorithm requested, Device device) {
   if (device == Device::Cuda) {
     if (requested == NlmAlgorithm::Auto) return NlmAlgorithm::Fused;
-    if (requested == NlmAlgorithm::Displacement || requested == NlmAlgorithm::Blockwise) {
+    if (requested == NlmAlgorithm::Blockwise) {
       throw Error(ErrorKind::Unsupported, fmt::format("the NLM algorithm '{}' runs on the CPU only in this version "
-                                                      "(CUDA: naive, tiled, zslide, fused)",
+                                                      "(CUDA: naive, tiled, zslide, displacement, rowwise, fused)",
                                                       to_string(requested)));
     }
     return requested;
   }
   if (requested == NlmAlgorithm::Blockwise) return requested;
   if (requested != NlmAlgorithm::Auto && requested != NlmAlgorithm::Displacement) {
-    throw Error(ErrorKind::Unsupported, fmt::format("the NLM algorithm '{}' runs on CUDA only (CPU: displacement)",
+    throw Error(ErrorKind::Unsupported, fmt::format("the NLM algorithm '{}' runs on CUDA only (CPU: displacement, blockwise)",
                                                     to_string(requested)));
   }
   return NlmAlgorithm::Displacement;

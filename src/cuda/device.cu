@@ -2,6 +2,9 @@
 
 #include "cuda/backend.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/device_buffer.hpp"
+
+#include <unordered_map>
 
 namespace ctd::cuda {
 
@@ -27,6 +30,22 @@ std::string device_name() {
   cudaDeviceProp properties{};
   CTD_CUDA_CHECK(cudaGetDeviceProperties(&properties, device));
   return properties.name;
+}
+
+float* stream_workspace(std::size_t floats, cudaStream_t stream) {
+  thread_local std::unordered_map<cudaStream_t, DeviceBuffer<float>> workspaces;
+  DeviceBuffer<float>& buffer = workspaces[stream];
+  if (buffer.size() >= floats) return buffer.data();
+  buffer = DeviceBuffer<float>();  // free the smaller one first (cudaFree waits for work using it)
+  std::size_t free_bytes = 0, total_bytes = 0;
+  CTD_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  if (floats * sizeof(float) > free_bytes) {
+    throw Error(ErrorKind::OutOfMemory, "the filter needs " + std::to_string((floats * sizeof(float)) >> 20) +
+                                            " MiB of device workspace, " + std::to_string(free_bytes >> 20) +
+                                            " MiB are free");
+  }
+  buffer = DeviceBuffer<float>(floats);
+  return buffer.data();
 }
 
 }  // namespace ctd::cuda

@@ -48,6 +48,11 @@ class DeviceBuffer {
   std::size_t count_ = 0;
 };
 
+// Scratch device memory kept per (host thread, stream) and grown on demand, so that a loop calling
+// a filter on the same stream allocates only on its first call. Throws OutOfMemory, naming the
+// need, when the device cannot hold it.
+float* stream_workspace(std::size_t floats, cudaStream_t stream);
+
 class Stream {
  public:
   Stream() { CTD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }

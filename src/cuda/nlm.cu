@@ -1,9 +1,12 @@
-// CUDA non-local means: the `naive` baseline and the `fused` kernel. Both compute the definition
-// of docs/filters.md exactly (float32, __expf), all options, mirror border.
+// CUDA non-local means: routing, the `naive` baseline, the papers' `tiled` (seed 000) and `zslide`
+// (seed 001) kernels, and the general `fused` kernel (every option; the sliding-sum fused kernel of
+// nlm_fused.cu takes the L2 cases it was compiled for). All compute the definition of
+// docs/filters.md exactly (float32, __expf), mirror border.
 
 #include "cuda/backend.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_buffer.hpp"
+#include "cuda/nlm_kernels.hpp"
 
 #include <ctdenoise/error.hpp>
 
@@ -15,69 +18,7 @@
 namespace ctd::cuda {
 namespace {
 
-constexpr int kMaxPatchWidth = 65;  // patch radius up to 32
-
-// Everything a kernel needs, passed by value.
-struct KernelParams {
-  int nx, ny, nz;
-  int rs, rsz, rp, rpz;  // search and patch radii; z radii are 0 for 2D images
-  float inv_h2, bias, inv_norm, l1_scale;
-  int l1;          // seed 003's weighted L1 distance instead of L2
-  int centre_max;  // w(p,p) = max over q != p
-  float g[kMaxPatchWidth];  // L2: separable patch kernel factors g1(k + rp)
-};
-
-KernelParams make_params(const Dims& dims, const NlmParams& p) {
-  KernelParams k{};
-  k.nx = int(dims.nx);
-  k.ny = int(dims.ny);
-  k.nz = int(dims.nz);
-  const bool flat = dims.is_2d();
-  k.rs = p.search_radius;
-  k.rsz = flat ? 0 : p.search_radius;
-  k.rp = p.patch_radius;
-  k.rpz = flat ? 0 : p.patch_radius;
-  const int dim = flat ? 2 : 3;
-  double g_sum = 0;
-  for (int i = -k.rp; i <= k.rp; ++i) {
-    const double g = p.patch_kernel == PatchKernel::Gaussian
-                         ? std::exp(-double(i) * i / (2.0 * p.patch_sigma * p.patch_sigma))
-                         : 1.0;
-    k.g[i + k.rp] = float(g);
-    g_sum += g;
-  }
-  k.inv_norm = float(1.0 / std::pow(g_sum, dim));
-  k.inv_h2 = float(1.0 / (double(p.h) * p.h));
-  k.bias = float(2.0 * double(p.noise_sigma) * p.noise_sigma);
-  k.l1 = p.distance == PatchDistance::L1;
-  k.l1_scale = float(1.0 / (double(p.h) * std::pow(2.0 * p.patch_radius + 1, dim)));
-  k.centre_max = p.centre_weight == CentreWeight::Max;
-  return k;
-}
-
-__device__ __forceinline__ int mirror(int i, int n) {
-  if (i >= 0 && i < n) return i;
-  if (n == 1) return 0;
-  const int period = 2 * (n - 1);
-  int m = i % period;
-  if (m < 0) m += period;
-  return m < n ? m : period - m;
-}
-
-// Seed 003's L1 patch kernel: G(0) = sqrt(2), G(k) = 1/|k|.
-__device__ __forceinline__ float l1_kernel(int kx, int ky, int kz) {
-  const int r2 = kx * kx + ky * ky + kz * kz;
-  return r2 == 0 ? 1.41421356f : rsqrtf(float(r2));
-}
-
-__device__ __forceinline__ float pair_weight(float distance, const KernelParams& k) {
-  return k.l1 ? __expf(-distance * k.l1_scale) : __expf(-fmaxf(distance * k.inv_norm - k.bias, 0.0f) * k.inv_h2);
-}
-
-__device__ __forceinline__ float finish(float sum, float weight_sum, float weight_max, float centre, const KernelParams& k) {
-  const float wc = k.centre_max ? (weight_max > 0.0f ? weight_max : 1.0f) : 1.0f;
-  return (sum + wc * centre) / (weight_sum + wc);
-}
+using namespace nlm_detail;
 
 // ---- naive: one thread per voxel, every read from global memory -------------------------------
 
@@ -395,14 +336,45 @@ void require_device() {
 
 }  // namespace
 
+namespace {
+
+bool uniform_patch(const NlmParams& params) { return params.patch_kernel == PatchKernel::Uniform; }
+
+// Shared memory the variant's kernel takes (0: none).
+std::size_t shared_bytes(const KernelParams& k, const Dims& dims, const NlmParams& params, NlmAlgorithm algorithm) {
+  const int tile_z = dims.is_2d() ? 1 : kTileZ3d;
+  switch (algorithm) {
+    case NlmAlgorithm::Fused: {
+      const std::size_t slide = nlm_slide_shared_bytes(k, uniform_patch(params));
+      return slide > 0 && slide <= max_shared_bytes() ? slide : fused_layout(k, tile_z).bytes();
+    }
+    case NlmAlgorithm::Tiled: return fused_layout(k, tile_z).u_size * sizeof(float);
+    case NlmAlgorithm::ZSlide: return zslide_layout(k).bytes();
+    default: return 0;
+  }
+}
+
+std::size_t workspace_floats(const KernelParams& k, NlmAlgorithm algorithm) {
+  if (algorithm == NlmAlgorithm::Displacement) return nlm_workspace_floats(k, false);
+  if (algorithm == NlmAlgorithm::RowWise) return nlm_workspace_floats(k, true);
+  return 0;
+}
+
+}  // namespace
+
 void check_nlm_supported(const Dims& dims, const NlmParams& params, NlmAlgorithm algorithm) {
   require_device();
-  if (algorithm == NlmAlgorithm::Auto || algorithm == NlmAlgorithm::Displacement) {
+  if (algorithm == NlmAlgorithm::Auto || algorithm == NlmAlgorithm::Blockwise) {
     throw Error(ErrorKind::Unsupported, "the NLM algorithm '" + std::string(to_string(algorithm)) +
-                                            "' is not available on CUDA (available: naive, tiled, zslide, fused)");
+                                            "' is not available on CUDA (available: naive, tiled, zslide, "
+                                            "displacement, rowwise, fused)");
   }
   if (algorithm == NlmAlgorithm::ZSlide && dims.is_2d()) {
     throw Error(ErrorKind::Unsupported, "zslide slides along z and needs a 3D volume; use tiled or fused for 2D images");
+  }
+  if (algorithm == NlmAlgorithm::Displacement && params.distance == PatchDistance::L1) {
+    throw Error(ErrorKind::Unsupported, "the displacement scheme sums patches separably, and the L1 kernel G of seed "
+                                        "003 is not separable; use rowwise, fused or naive for L1");
   }
   if (2 * params.patch_radius + 1 > kMaxPatchWidth) {
     throw Error(ErrorKind::Unsupported, "patch_radius " + std::to_string(params.patch_radius) +
@@ -413,11 +385,7 @@ void check_nlm_supported(const Dims& dims, const NlmParams& params, NlmAlgorithm
     throw Error(ErrorKind::Unsupported, "volumes of 2^31 voxels or more are not supported on CUDA yet");
   }
   const KernelParams k = make_params(dims, params);
-  const int tile_z = dims.is_2d() ? 1 : kTileZ3d;
-  std::size_t need = 0;
-  if (algorithm == NlmAlgorithm::Fused) need = fused_layout(k, tile_z).bytes();
-  if (algorithm == NlmAlgorithm::Tiled) need = fused_layout(k, tile_z).u_size * sizeof(float);
-  if (algorithm == NlmAlgorithm::ZSlide) need = zslide_layout(k).bytes();
+  const std::size_t need = shared_bytes(k, dims, params, algorithm);
   if (need > max_shared_bytes()) {
     throw Error(ErrorKind::Unsupported, "the " + std::string(to_string(algorithm)) + " kernel needs " +
                                             std::to_string(need / 1024) + " KiB of shared memory for this search "
@@ -425,9 +393,17 @@ void check_nlm_supported(const Dims& dims, const NlmParams& params, NlmAlgorithm
   }
 }
 
-void nlm_device(const float* in, float* out, const Dims& dims, const NlmParams& params, NlmAlgorithm algorithm,
-                CudaStream stream) {
+namespace {
+
+void run_variant(const float* in, float* out, const Dims& dims, const NlmParams& params, NlmAlgorithm algorithm,
+                 float* workspace, cudaStream_t stream) {
   const KernelParams k = make_params(dims, params);
+  if (algorithm == NlmAlgorithm::Displacement) return nlm_displacement_launch(in, out, workspace, k, stream);
+  if (algorithm == NlmAlgorithm::RowWise) return nlm_rowwise_launch(in, out, workspace, k, stream);
+  if (algorithm == NlmAlgorithm::Fused) {
+    const std::size_t slide = nlm_slide_shared_bytes(k, uniform_patch(params));
+    if (slide > 0 && slide <= max_shared_bytes()) return nlm_slide_launch(in, out, k, uniform_patch(params), stream);
+  }
   if (algorithm == NlmAlgorithm::Naive) {
     const int block = 256;
     const long long blocks = (dims.count() + block - 1) / block;
@@ -480,18 +456,29 @@ void nlm_device(const float* in, float* out, const Dims& dims, const NlmParams& 
   }
 }
 
+}  // namespace
+
+void nlm_device(const float* in, float* out, const Dims& dims, const NlmParams& params, NlmAlgorithm algorithm,
+                CudaStream stream) {
+  const std::size_t floats = workspace_floats(make_params(dims, params), algorithm);
+  float* workspace = floats > 0 ? stream_workspace(floats, stream) : nullptr;
+  run_variant(in, out, dims, params, algorithm, workspace, stream);
+}
+
 void nlm_host(ConstVolumeView<float> in, VolumeView<float> out, const NlmParams& params, NlmAlgorithm algorithm) {
   const std::size_t n = std::size_t(in.dims.count());
   std::size_t free_bytes = 0, total_bytes = 0;
   CTD_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  if (2 * n * sizeof(float) > free_bytes) {
-    throw Error(ErrorKind::OutOfMemory, "the volume needs " + std::to_string(2 * n * sizeof(float) >> 20) +
+  const std::size_t workspace = workspace_floats(make_params(in.dims, params), algorithm);
+  const std::size_t need = (2 * n + workspace) * sizeof(float);
+  if (need > free_bytes) {
+    throw Error(ErrorKind::OutOfMemory, "the volume needs " + std::to_string(need >> 20) +
                                             " MiB of device memory, " + std::to_string(free_bytes >> 20) + " MiB are free");
   }
   Stream stream;
-  DeviceBuffer<float> d_in(n), d_out(n);
+  DeviceBuffer<float> d_in(n), d_out(n), d_workspace(workspace);
   CTD_CUDA_CHECK(cudaMemcpyAsync(d_in.data(), in.data, n * sizeof(float), cudaMemcpyHostToDevice, stream.get()));
-  nlm_device(d_in.data(), d_out.data(), in.dims, params, algorithm, stream.get());
+  run_variant(d_in.data(), d_out.data(), in.dims, params, algorithm, d_workspace.data(), stream.get());
   CTD_CUDA_CHECK(cudaMemcpyAsync(out.data, d_out.data(), n * sizeof(float), cudaMemcpyDeviceToHost, stream.get()));
   stream.synchronize();
 }

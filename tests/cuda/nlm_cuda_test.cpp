@@ -19,12 +19,15 @@ using testing_util::compare;
 #define CTD_REQUIRE_CUDA_DEVICE() \
   if (ctd::cuda_device_name().empty()) GTEST_SKIP() << "no CUDA device"
 
-const ctd::NlmAlgorithm kVariants[] = {ctd::NlmAlgorithm::Naive, ctd::NlmAlgorithm::Tiled, ctd::NlmAlgorithm::ZSlide,
-                                       ctd::NlmAlgorithm::Fused};
+const ctd::NlmAlgorithm kVariants[] = {ctd::NlmAlgorithm::Naive,        ctd::NlmAlgorithm::Tiled,
+                                       ctd::NlmAlgorithm::ZSlide,       ctd::NlmAlgorithm::Displacement,
+                                       ctd::NlmAlgorithm::RowWise,      ctd::NlmAlgorithm::Fused};
 
-// zslide slides along z: 2D images are refused (tested below), not filtered.
-bool applies(ctd::NlmAlgorithm algorithm, const ctd::Dims& dims) {
-  return !(algorithm == ctd::NlmAlgorithm::ZSlide && dims.is_2d());
+// zslide slides along z: 2D images are refused; displacement's separable sums refuse the L1
+// kernel (both tested below), not filtered.
+bool applies(ctd::NlmAlgorithm algorithm, const ctd::Dims& dims, ctd::PatchDistance distance = ctd::PatchDistance::L2) {
+  if (algorithm == ctd::NlmAlgorithm::ZSlide && dims.is_2d()) return false;
+  return !(algorithm == ctd::NlmAlgorithm::Displacement && distance == ctd::PatchDistance::L1);
 }
 
 using Case = testing_util::NlmCase;
@@ -39,6 +42,9 @@ const Case kCases[] = {
     {"2x2x2", {2, 2, 2}, 1, 1},
     {"odd non-cubic 3D", {37, 11, 9}, 2, 1},
     {"3D N4-like radii", {23, 13, 7}, 4, 2},
+    {"2D several tiles each way", {130, 70, 1}, 4, 3},
+    {"2D patch radius 7", {70, 40, 1}, 3, 7},
+    {"3D patch radius 4 two z tiles", {35, 12, 10}, 2, 4},
     {"3D radii larger than volume", {4, 3, 3}, 5, 4},
     {"one-voxel-wide 3D", {1, 5, 6}, 2, 1},
     {"gaussian patch 2D", {34, 9, 1}, 3, 2, 40, 0, ctd::PatchKernel::Gaussian, 1.3f},
@@ -73,7 +79,7 @@ TEST_P(NlmCuda, EveryVariantMatchesTheReference) {
                                         : testing_util::structured_volume(c.dims, 31);
     const auto expected = ref::nlm(testing_util::to_ref(in), to_ref(c));
     for (auto algorithm : kVariants) {
-      if (!applies(algorithm, c.dims)) continue;
+      if (!applies(algorithm, c.dims, c.distance)) continue;
       const ctd::Volume out = run_cuda(in, to_params(c, algorithm));
       const auto cmp = compare(out, expected);
       EXPECT_LE(cmp.relative_l2, 1e-5) << c.name << " " << ctd::to_string(algorithm) << " pattern " << pattern << ": "
@@ -140,7 +146,9 @@ TEST(NlmCudaProperties, UnsupportedRequestsAreClearErrors) {
   ctd::NlmParams p;
   p.h = 10;
   p.algorithm = ctd::NlmAlgorithm::Displacement;
+  p.distance = ctd::PatchDistance::L1;  // not separable
   EXPECT_TRUE(testing_util::throws_kind([&] { ctd::nlm(in.view(), out.view(), p, cuda); }, ctd::ErrorKind::Unsupported));
+  p.distance = ctd::PatchDistance::L2;
   p.algorithm = ctd::NlmAlgorithm::ZSlide;  // needs 3D
   EXPECT_TRUE(testing_util::throws_kind([&] { ctd::nlm(in.view(), out.view(), p, cuda); }, ctd::ErrorKind::Unsupported));
   p.algorithm = ctd::NlmAlgorithm::Fused;
@@ -149,7 +157,10 @@ TEST(NlmCudaProperties, UnsupportedRequestsAreClearErrors) {
 }
 
 #if CTD_HAVE_CUDA
-TEST(NlmCudaDeviceApi, QueuesOnTheCallersStreamWithoutAllocating) {
+class NlmCudaDeviceApi : public ::testing::TestWithParam<ctd::NlmAlgorithm> {};
+
+// fused needs no workspace; displacement and rowwise allocate theirs on the first call only.
+TEST_P(NlmCudaDeviceApi, QueuesOnTheCallersStreamWithoutAllocating) {
   CTD_REQUIRE_CUDA_DEVICE();
   const ctd::Volume in = testing_util::structured_volume({50, 30, 7}, 4);
   const std::size_t bytes = std::size_t(in.size()) * sizeof(float);
@@ -162,7 +173,8 @@ TEST(NlmCudaDeviceApi, QueuesOnTheCallersStreamWithoutAllocating) {
   ctd::NlmParams p;
   p.h = 25;
   p.search_radius = 2;
-  ctd::nlm_device(d_in, d_out, in.dims(), p, stream);  // first call: the module loads lazily
+  p.algorithm = GetParam();
+  ctd::nlm_device(d_in, d_out, in.dims(), p, stream);  // first call: module loads, workspace allocated
   ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
   size_t free_before = 0, free_after = 0, total = 0;
   cudaMemGetInfo(&free_before, &total);
@@ -181,6 +193,11 @@ TEST(NlmCudaDeviceApi, QueuesOnTheCallersStreamWithoutAllocating) {
   cudaFree(d_in);
   cudaFree(d_out);
 }
+
+INSTANTIATE_TEST_SUITE_P(Variants, NlmCudaDeviceApi,
+                         ::testing::Values(ctd::NlmAlgorithm::Fused, ctd::NlmAlgorithm::Displacement,
+                                           ctd::NlmAlgorithm::RowWise),
+                         [](const auto& variant) { return std::string(ctd::to_string(variant.param)); });
 #endif
 
 }  // namespace

@@ -1,0 +1,355 @@
+// fused NLM, sliding sums: the fast exact kernel for the L2 distance (uniform or Gaussian patch).
+//
+// A block loads its tile plus the search and patch aprons into shared memory once (mirror border).
+// Then, per displacement d of the search window, the patch distance of every tile voxel is a
+// separable sum of e = (u(p) - u(p + d))^2, done in passes that each keep a run of values in
+// registers and slide along it (a running sum for the uniform patch, so O(1) per output):
+//   2D, tile 64 x 32: pass A: one thread per (row, 16 columns) forms e and the row sums Hx;
+//       pass B: one thread per (column, 8 rows) sums Hx down the column, turns the distance into
+//       a weight and accumulates in registers. Hx is double-buffered: one barrier per d.
+//   3D, tile 32 x 8 x 8: pass A per (y, z) row of 32, pass B per (x, z) column along y (Hxy),
+//       pass C per (x, y) column along z, weights in registers. Two barriers per d.
+// Nothing goes to global memory but the output, and every voxel sums its terms in a fixed order:
+// deterministic. The patch row of p (independent of d) stays in registers across displacements.
+
+#include "cuda/cuda_check.hpp"
+#include "cuda/nlm_kernels.hpp"
+
+#include <ctdenoise/error.hpp>
+
+#include <string>
+
+namespace ctd::cuda {
+namespace {
+
+using namespace nlm_detail;
+
+constexpr int kThreads = 256;
+constexpr int kTx2 = 64, kTy2 = 32, kChunk2 = 16, kRy2 = 8;  // 2D tile, pass A run, pass B run
+constexpr int kTx3 = 32, kTy3 = 8, kTz3 = 8;                  // 3D tile
+constexpr int kMaxRp2 = 7, kMaxRp3 = 4;                       // compiled patch radii
+constexpr int kHs2 = kTx2 + 4, kHs3 = kTx3 + 4;               // Hx row strides: = 4 mod 32, conflict-free float4 stores
+
+struct SlideLayout {
+  int a, az;       // apron: search + patch radius (z: 0 in 2D)
+  int ux, uy, uz;  // U extents
+  int sx;          // U row stride, odd: rows read by neighbouring lanes fall in different banks
+  std::size_t u_floats, h_floats;
+  std::size_t bytes() const { return (u_floats + h_floats) * sizeof(float); }
+};
+
+__host__ __device__ inline SlideLayout slide_layout(const KernelParams& k) {
+  SlideLayout l{};
+  const bool flat = k.rsz == 0;
+  l.a = k.rs + k.rp;
+  l.az = k.rsz + k.rpz;
+  l.ux = (flat ? kTx2 : kTx3) + 2 * l.a;
+  l.uy = (flat ? kTy2 : kTy3) + 2 * l.a;
+  l.uz = (flat ? 1 : kTz3) + 2 * l.az;
+  l.sx = l.ux | 1;
+  l.u_floats = (std::size_t(l.sx) * l.uy * l.uz + 3) / 4 * 4;  // Hx after U takes float4 stores
+  if (flat) {
+    l.h_floats = 2 * std::size_t(kTy2 + 2 * k.rp) * kHs2;  // Hx, double-buffered
+  } else {
+    const int rows = kTy3 + 2 * k.rp, planes = kTz3 + 2 * k.rp;
+    l.h_floats = std::size_t(planes) * rows * kHs3 + std::size_t(planes) * kTy3 * kTx3;  // Hx, Hxy
+  }
+  return l;
+}
+
+__device__ void load_tile(float* U, const float* __restrict__ u, const KernelParams& k, const SlideLayout& l, int x0,
+                          int y0, int z0) {
+  const int count = l.ux * l.uy * l.uz;
+  for (int i = threadIdx.x; i < count; i += kThreads) {
+    const int ix = i % l.ux, iy = (i / l.ux) % l.uy, iz = i / (l.ux * l.uy);
+    const int gx = mirror(x0 - l.a + ix, k.nx), gy = mirror(y0 - l.a + iy, k.ny), gz = mirror(z0 - l.az + iz, k.nz);
+    U[(iz * l.uy + iy) * l.sx + ix] = u[((long long)gz * k.ny + gy) * k.nx + gx];
+  }
+}
+
+// out[i] = sum_k g[k] e[i + k], k = 0 .. 2 RP; a running sum for the uniform patch.
+template <int RP, int N, bool UNIFORM>
+__device__ __forceinline__ void patch_sums(const float (&e)[N + 2 * RP], float (&out)[N], const float* g) {
+  if constexpr (UNIFORM) {
+    float s = 0;
+#pragma unroll
+    for (int j = 0; j <= 2 * RP; ++j) s += e[j];
+    out[0] = s;
+#pragma unroll
+    for (int i = 1; i < N; ++i) {
+      s += e[i + 2 * RP] - e[i - 1];
+      out[i] = s;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      float s = 0;
+#pragma unroll
+      for (int j = 0; j <= 2 * RP; ++j) s = fmaf(g[j], e[i + j], s);
+      out[i] = s;
+    }
+  }
+}
+
+__device__ __forceinline__ float l2_weight(float distance, const KernelParams& k) {
+  return __expf(-fmaxf(fmaf(distance, k.inv_norm, -k.bias), 0.0f) * k.inv_h2);
+}
+
+// The displacement with index i of the window (x fastest), skipping the centre.
+struct Displacements {
+  int wx, count, centre;
+  __device__ explicit Displacements(const KernelParams& k)
+      : wx(2 * k.rs + 1), count(wx * wx * (2 * k.rsz + 1)), centre(count / 2) {}
+  __device__ int first() const { return centre == 0 ? 1 : 0; }
+  __device__ int next(int i) const { return i + 1 == centre ? i + 2 : i + 1; }
+};
+
+template <int RP, bool UNIFORM>
+__global__ void __launch_bounds__(kThreads) nlm_slide2d_kernel(const float* __restrict__ u, float* __restrict__ out,
+                                                               KernelParams k) {
+  constexpr int kRowsA = kTy2 + 2 * RP, kRunA = kChunk2 + 2 * RP, kRunB = kRy2 + 2 * RP;
+  static_assert((kTx2 / kChunk2) * kRowsA <= kThreads, "pass A: one run per thread");
+  extern __shared__ float shared[];
+  const SlideLayout l = slide_layout(k);
+  float* U = shared;
+  float* H = U + l.u_floats;
+  const int hbuf = kRowsA * kHs2;
+  const int x0 = blockIdx.x * kTx2, y0 = blockIdx.y * kTy2;
+  load_tile(U, u, k, l, x0, y0, 0);
+  __syncthreads();
+
+  const int tid = threadIdx.x;
+  // Pass A: row ra (tile row ra - RP), columns ca * 16 - RP ...; neighbouring lanes take neighbouring rows.
+  const bool a_active = tid < (kTx2 / kChunk2) * kRowsA;
+  const int ra = tid % kRowsA, ca = tid / kRowsA;
+  const int a_base = (l.a - RP + ra) * l.sx + l.a - RP + ca * kChunk2;
+  float own[kRunA];  // u(p + k) along this row: the same for every displacement
+#pragma unroll
+  for (int j = 0; j < kRunA; ++j) own[j] = a_active ? U[a_base + j] : 0.0f;
+  // Pass B: column cb, tile rows gb * 8 ... gb * 8 + 7.
+  const int cb = tid % kTx2, gb = tid / kTx2;
+  const int x = x0 + cb, yb = y0 + gb * kRy2;
+  float sum[kRy2], weight_sum[kRy2], weight_max[kRy2];
+#pragma unroll
+  for (int t = 0; t < kRy2; ++t) sum[t] = weight_sum[t] = weight_max[t] = 0.0f;
+
+  const Displacements window(k);
+  auto pass_a = [&](int index, float* Hx) {
+    if (!a_active) return;
+    const int dy = index / window.wx - k.rs, dx = index % window.wx - k.rs;
+    const float* shifted = U + a_base + dy * l.sx + dx;
+    float e[kRunA];
+#pragma unroll
+    for (int j = 0; j < kRunA; ++j) {
+      const float d = own[j] - shifted[j];
+      e[j] = d * d;
+    }
+    float h[kChunk2];
+    patch_sums<RP, kChunk2, UNIFORM>(e, h, k.g);
+    float4* dst = reinterpret_cast<float4*>(Hx + ra * kHs2 + ca * kChunk2);
+#pragma unroll
+    for (int m = 0; m < kChunk2 / 4; ++m) dst[m] = make_float4(h[4 * m], h[4 * m + 1], h[4 * m + 2], h[4 * m + 3]);
+  };
+  auto pass_b = [&](int index, const float* Hx) {
+    const int dy = index / window.wx - k.rs, dx = index % window.wx - k.rs;
+    if (x + dx < 0 || x + dx >= k.nx) return;  // q outside for the whole column
+    float column[kRunB];
+#pragma unroll
+    for (int j = 0; j < kRunB; ++j) column[j] = Hx[(gb * kRy2 + j) * kHs2 + cb];
+    float distance[kRy2];
+    patch_sums<RP, kRy2, UNIFORM>(column, distance, k.g);
+    const float* q = U + (l.a + gb * kRy2 + dy) * l.sx + l.a + cb + dx;
+#pragma unroll
+    for (int t = 0; t < kRy2; ++t) {
+      if (yb + t + dy < 0 || yb + t + dy >= k.ny) continue;
+      const float w = l2_weight(distance[t], k);
+      sum[t] = fmaf(w, q[t * l.sx], sum[t]);
+      weight_sum[t] += w;
+      weight_max[t] = fmaxf(weight_max[t], w);
+    }
+  };
+
+  int current = window.first(), buffer = 0;
+  pass_a(current, H);
+  __syncthreads();
+  while (current < window.count) {
+    const int following = window.next(current);
+    if (following < window.count) pass_a(following, H + (buffer ^ 1) * hbuf);
+    pass_b(current, H + buffer * hbuf);
+    __syncthreads();
+    buffer ^= 1;
+    current = following;
+  }
+
+  if (x >= k.nx) return;
+#pragma unroll
+  for (int t = 0; t < kRy2; ++t) {
+    const int y = yb + t;
+    if (y < k.ny) {
+      const float centre = U[(l.a + gb * kRy2 + t) * l.sx + l.a + cb];
+      out[(long long)y * k.nx + x] = finish(sum[t], weight_sum[t], weight_max[t], centre, k);
+    }
+  }
+}
+
+template <int RP, bool UNIFORM>
+__global__ void __launch_bounds__(kThreads) nlm_slide3d_kernel(const float* __restrict__ u, float* __restrict__ out,
+                                                               KernelParams k) {
+  constexpr int kRowsY = kTy3 + 2 * RP, kPlanes = kTz3 + 2 * RP, kRunA = kTx3 + 2 * RP;
+  static_assert(kRowsY * kPlanes <= kThreads, "pass A: one row per thread");
+  extern __shared__ float shared[];
+  const SlideLayout l = slide_layout(k);
+  float* U = shared;
+  float* Hx = U + l.u_floats;                // [plane][row][kHs3]
+  float* Hxy = Hx + kPlanes * kRowsY * kHs3;  // [plane][y][kTx3]
+  const int x0 = blockIdx.x * kTx3, y0 = blockIdx.y * kTy3, z0 = blockIdx.z * kTz3;
+  load_tile(U, u, k, l, x0, y0, z0);
+  __syncthreads();
+
+  const int tid = threadIdx.x;
+  const int plane = l.sx * l.uy;
+  // Pass A: the whole tile row (ry, rz), i.e. tile y = ry - RP, z = rz - RP.
+  const bool a_active = tid < kRowsY * kPlanes;
+  const int ry = tid % kRowsY, rz = tid / kRowsY;
+  const int a_base = (l.az - RP + rz) * plane + (l.a - RP + ry) * l.sx + l.a - RP;
+  float own[kRunA];
+#pragma unroll
+  for (int j = 0; j < kRunA; ++j) own[j] = a_active ? U[a_base + j] : 0.0f;
+  // Pass C: column (xc, yc) along z.
+  const int xc = tid % kTx3, yc = tid / kTx3;
+  const int x = x0 + xc, y = y0 + yc;
+  float sum[kTz3], weight_sum[kTz3], weight_max[kTz3];
+#pragma unroll
+  for (int t = 0; t < kTz3; ++t) sum[t] = weight_sum[t] = weight_max[t] = 0.0f;
+
+  const Displacements window(k);
+  auto shift_of = [&](int index, int& dx, int& dy, int& dz) {
+    dx = index % window.wx - k.rs;
+    dy = (index / window.wx) % window.wx - k.rs;
+    dz = index / (window.wx * window.wx) - k.rsz;
+  };
+  auto pass_a = [&](int index) {
+    if (!a_active) return;
+    int dx, dy, dz;
+    shift_of(index, dx, dy, dz);
+    const float* shifted = U + a_base + dz * plane + dy * l.sx + dx;
+    float e[kRunA];
+#pragma unroll
+    for (int j = 0; j < kRunA; ++j) {
+      const float d = own[j] - shifted[j];
+      e[j] = d * d;
+    }
+    float h[kTx3];
+    patch_sums<RP, kTx3, UNIFORM>(e, h, k.g);
+    float4* dst = reinterpret_cast<float4*>(Hx + (rz * kRowsY + ry) * kHs3);
+#pragma unroll
+    for (int m = 0; m < kTx3 / 4; ++m) dst[m] = make_float4(h[4 * m], h[4 * m + 1], h[4 * m + 2], h[4 * m + 3]);
+  };
+  auto pass_b = [&]() {
+    for (int i = tid; i < kTx3 * kPlanes; i += kThreads) {
+      const int xb = i % kTx3, zb = i / kTx3;
+      float column[kRowsY];
+#pragma unroll
+      for (int j = 0; j < kRowsY; ++j) column[j] = Hx[(zb * kRowsY + j) * kHs3 + xb];
+      float h[kTy3];
+      patch_sums<RP, kTy3, UNIFORM>(column, h, k.g);
+#pragma unroll
+      for (int t = 0; t < kTy3; ++t) Hxy[(zb * kTy3 + t) * kTx3 + xb] = h[t];
+    }
+  };
+  auto pass_c = [&](int index) {
+    int dx, dy, dz;
+    shift_of(index, dx, dy, dz);
+    if (x + dx < 0 || x + dx >= k.nx || y + dy < 0 || y + dy >= k.ny) return;
+    float column[kPlanes];
+#pragma unroll
+    for (int j = 0; j < kPlanes; ++j) column[j] = Hxy[(j * kTy3 + yc) * kTx3 + xc];
+    float distance[kTz3];
+    patch_sums<RP, kTz3, UNIFORM>(column, distance, k.g);
+    const float* q = U + (l.az + dz) * plane + (l.a + yc + dy) * l.sx + l.a + xc + dx;
+#pragma unroll
+    for (int t = 0; t < kTz3; ++t) {
+      if (z0 + t + dz < 0 || z0 + t + dz >= k.nz) continue;
+      const float w = l2_weight(distance[t], k);
+      sum[t] = fmaf(w, q[t * plane], sum[t]);
+      weight_sum[t] += w;
+      weight_max[t] = fmaxf(weight_max[t], w);
+    }
+  };
+
+  // Hazards: pass A of the next d writes Hx, read by pass B before the barrier in between; pass B
+  // writes Hxy, read by pass C of the previous d before the barrier after pass A.
+  int current = window.first();
+  pass_a(current);
+  __syncthreads();
+  while (current < window.count) {
+    pass_b();
+    __syncthreads();
+    pass_c(current);
+    current = window.next(current);
+    if (current < window.count) pass_a(current);
+    __syncthreads();
+  }
+
+  if (x >= k.nx || y >= k.ny) return;
+#pragma unroll
+  for (int t = 0; t < kTz3; ++t) {
+    const int z = z0 + t;
+    if (z < k.nz) {
+      const float centre = U[(l.az + t) * plane + (l.a + yc) * l.sx + l.a + xc];
+      out[((long long)z * k.ny + y) * k.nx + x] = finish(sum[t], weight_sum[t], weight_max[t], centre, k);
+    }
+  }
+}
+
+template <int RP>
+void launch_radius(const float* in, float* out, const KernelParams& k, bool uniform, cudaStream_t stream) {
+  const bool flat = k.rsz == 0;
+  const std::size_t bytes = slide_layout(k).bytes();
+  auto go = [&](auto kernel, dim3 grid) {
+    CTD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+    kernel<<<grid, kThreads, bytes, stream>>>(in, out, k);
+    CTD_CUDA_CHECK_LAUNCH();
+  };
+  if (flat) {
+    const dim3 grid(unsigned((k.nx + kTx2 - 1) / kTx2), unsigned((k.ny + kTy2 - 1) / kTy2));
+    if (uniform) {
+      go(nlm_slide2d_kernel<RP, true>, grid);
+    } else {
+      go(nlm_slide2d_kernel<RP, false>, grid);
+    }
+    return;
+  }
+  if constexpr (RP <= kMaxRp3) {
+    const dim3 grid(unsigned((k.nx + kTx3 - 1) / kTx3), unsigned((k.ny + kTy3 - 1) / kTy3),
+                    unsigned((k.nz + kTz3 - 1) / kTz3));
+    if (uniform) {
+      go(nlm_slide3d_kernel<RP, true>, grid);
+    } else {
+      go(nlm_slide3d_kernel<RP, false>, grid);
+    }
+  }
+}
+
+}  // namespace
+
+std::size_t nlm_slide_shared_bytes(const KernelParams& k, bool /*uniform_patch*/) {
+  if (k.l1 || k.rp < 1) return 0;
+  if (k.rp > (k.rsz == 0 ? kMaxRp2 : kMaxRp3)) return 0;
+  return slide_layout(k).bytes();
+}
+
+void nlm_slide_launch(const float* in, float* out, const KernelParams& k, bool uniform_patch, cudaStream_t stream) {
+  switch (k.rp) {
+    case 1: launch_radius<1>(in, out, k, uniform_patch, stream); break;
+    case 2: launch_radius<2>(in, out, k, uniform_patch, stream); break;
+    case 3: launch_radius<3>(in, out, k, uniform_patch, stream); break;
+    case 4: launch_radius<4>(in, out, k, uniform_patch, stream); break;
+    case 5: launch_radius<5>(in, out, k, uniform_patch, stream); break;
+    case 6: launch_radius<6>(in, out, k, uniform_patch, stream); break;
+    case 7: launch_radius<7>(in, out, k, uniform_patch, stream); break;
+    default: throw Error(ErrorKind::Unsupported, "internal: the sliding NLM kernel has no patch radius " + std::to_string(k.rp));
+  }
+}
+
+}  // namespace ctd::cuda

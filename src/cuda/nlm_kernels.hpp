@@ -1,0 +1,27 @@
+#pragma once
+// Launchers of the CUDA NLM kernels that live in their own files (nlm.cu routes to them).
+
+#include "cuda/nlm_common.cuh"
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+namespace ctd::cuda {
+
+// fused, sliding sums (nlm_fused.cu): the L2 distance with a patch radius the kernel was compiled
+// for. Returns the shared memory it needs, or 0 when it does not take these parameters.
+std::size_t nlm_slide_shared_bytes(const nlm_detail::KernelParams& k, bool uniform_patch);
+void nlm_slide_launch(const float* in, float* out, const nlm_detail::KernelParams& k, bool uniform_patch,
+                      cudaStream_t stream);
+
+// displacement (seed 004) and rowwise (seed 003), nlm_displacement.cu: one group of kernels per
+// displacement of half the search window, intermediates in a device workspace of
+// nlm_workspace_floats() floats.
+std::size_t nlm_workspace_floats(const nlm_detail::KernelParams& k, bool rowwise);
+void nlm_displacement_launch(const float* in, float* out, float* workspace, const nlm_detail::KernelParams& k,
+                             cudaStream_t stream);
+void nlm_rowwise_launch(const float* in, float* out, float* workspace, const nlm_detail::KernelParams& k,
+                        cudaStream_t stream);
+
+}  // namespace ctd::cuda
