@@ -6,10 +6,7 @@
 //
 //   nlm_bench [--quick] [--json FILE] [--markdown FILE] [--only NAME]
 
-#include <ctdenoise/ctdenoise.hpp>
-
-#include <cuda_runtime.h>
-#include <fmt/format.h>
+#include "bench_util.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -22,15 +19,6 @@
 #include <vector>
 
 namespace {
-
-#define CHECK(expr)                                                                   \
-  do {                                                                                \
-    cudaError_t s_ = (expr);                                                          \
-    if (s_ != cudaSuccess) {                                                          \
-      fmt::print(stderr, "{} failed: {}\n", #expr, cudaGetErrorString(s_));           \
-      std::exit(1);                                                                   \
-    }                                                                                 \
-  } while (0)
 
 struct Setting {
   std::string name, source;
@@ -78,38 +66,6 @@ double unordered_pairs(const ctd::Dims& d, int rs) {
   return (ordered - double(d.count())) / 2;
 }
 
-ctd::Volume make_input(const ctd::Dims& dims) {
-  // A CT-like piecewise-constant phantom (ellipses of soft tissue, bone, air) plus noise.
-  ctd::Volume v(dims);
-  std::mt19937 rng(2026);
-  std::normal_distribution<float> noise(0.0f, 25.0f);
-  for (std::int64_t z = 0; z < dims.nz; ++z)
-    for (std::int64_t y = 0; y < dims.ny; ++y)
-      for (std::int64_t x = 0; x < dims.nx; ++x) {
-        const double fx = (x - dims.nx / 2.0) / (dims.nx / 2.0), fy = (y - dims.ny / 2.0) / (dims.ny / 2.0),
-                     fz = dims.nz > 1 ? (z - dims.nz / 2.0) / (dims.nz / 2.0) : 0;
-        float value = -1000;
-        if (fx * fx / 0.8 + fy * fy / 0.6 + fz * fz < 1) value = 40;
-        if ((fx - 0.2) * (fx - 0.2) + fy * fy + fz * fz < 0.05) value = 700;
-        if ((fx + 0.3) * (fx + 0.3) + (fy - 0.2) * (fy - 0.2) < 0.02) value = -500;
-        v.view()(x, y, z) = value + noise(rng);
-      }
-  return v;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-struct Record {
-  std::string setting, source, variant;
-  ctd::Dims dims;
-  int rs, rp;
-  double kernel_ms = -1, end_to_end_ms = -1, floor_ms = 0, speedup_vs_naive = -1, max_abs_error = -1;
-  std::string error_against;
-};
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -131,26 +87,21 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "nlm_bench: no CUDA device\n");
     return 1;
   }
-  char date[32];
-  const std::time_t now = std::time(nullptr);
-  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
-  constexpr double kExpPerSecond = 3.78e12;  // measured __expf rate of the H100 (BENCH.md)
-
-  std::vector<Record> records;
+  std::vector<bench::Record> records;
   cudaStream_t stream;
-  CHECK(cudaStreamCreate(&stream));
+  BENCH_CHECK(cudaStreamCreate(&stream));
   cudaEvent_t start, stop;
-  CHECK(cudaEventCreate(&start));
-  CHECK(cudaEventCreate(&stop));
+  BENCH_CHECK(cudaEventCreate(&start));
+  BENCH_CHECK(cudaEventCreate(&stop));
 
   for (const Setting& s : settings()) {
     if ((quick && !s.quick) || (!only.empty() && s.name != only)) continue;
-    const ctd::Volume in = make_input(s.dims);
+    const ctd::Volume in = bench::phantom(s.dims);
     const std::size_t bytes = std::size_t(in.size()) * sizeof(float);
     float *d_in = nullptr, *d_out = nullptr;
-    CHECK(cudaMalloc(&d_in, bytes));
-    CHECK(cudaMalloc(&d_out, bytes));
-    CHECK(cudaMemcpy(d_in, in.data(), bytes, cudaMemcpyHostToDevice));
+    BENCH_CHECK(cudaMalloc(&d_in, bytes));
+    BENCH_CHECK(cudaMalloc(&d_out, bytes));
+    BENCH_CHECK(cudaMemcpy(d_in, in.data(), bytes, cudaMemcpyHostToDevice));
     ctd::NlmParams p;
     p.search_radius = s.search_radius;
     p.patch_radius = s.patch_radius;
@@ -172,30 +123,30 @@ int main(int argc, char** argv) {
       if (per_voxel_loops && !s.run_naive) continue;
       if (variant == ctd::NlmAlgorithm::ZSlide && s.dims.is_2d()) continue;
       p.algorithm = variant;
-      Record r;
+      bench::Record r;
       r.setting = s.name;
       r.source = s.source;
       r.variant = std::string(ctd::to_string(variant));
       r.dims = s.dims;
-      r.rs = s.search_radius;
-      r.rp = s.patch_radius;
-      r.floor_ms = unordered_pairs(s.dims, s.search_radius) / kExpPerSecond * 1e3;
+      const char* power = s.dims.is_2d() ? "^2" : "^3";
+      r.parameters = fmt::format("search {}{}, patch {}{}", 2 * s.search_radius + 1, power, 2 * s.patch_radius + 1, power);
+      r.floor_ms = unordered_pairs(s.dims, s.search_radius) / bench::kExpPerSecond * 1e3;
       // Warm up, then time until about a second has passed (at least 3, at most 20 runs).
       ctd::nlm_device(d_in, d_out, s.dims, p, stream);
-      CHECK(cudaStreamSynchronize(stream));
+      BENCH_CHECK(cudaStreamSynchronize(stream));
       std::vector<double> times;
       double total = 0;
       while (times.size() < 3 || (total < 1000 && times.size() < 20)) {
-        CHECK(cudaEventRecord(start, stream));
+        BENCH_CHECK(cudaEventRecord(start, stream));
         ctd::nlm_device(d_in, d_out, s.dims, p, stream);
-        CHECK(cudaEventRecord(stop, stream));
-        CHECK(cudaEventSynchronize(stop));
+        BENCH_CHECK(cudaEventRecord(stop, stream));
+        BENCH_CHECK(cudaEventSynchronize(stop));
         float ms = 0;
-        CHECK(cudaEventElapsedTime(&ms, start, stop));
+        BENCH_CHECK(cudaEventElapsedTime(&ms, start, stop));
         times.push_back(ms);
         total += ms;
       }
-      r.kernel_ms = median(times);
+      r.kernel_ms = bench::median(times);
       ctd::Volume out(s.dims);
       std::vector<double> e2e;
       ctd::ExecContext context;
@@ -206,7 +157,7 @@ int main(int argc, char** argv) {
         e2e.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
         if (r.kernel_ms > 2000) break;
       }
-      r.end_to_end_ms = median(e2e);
+      r.end_to_end_ms = bench::median(e2e);
       const ctd::Volume* reference = s.check_cpu ? &cpu : (naive_out.size() ? &naive_out : nullptr);
       if (reference) {
         double m = 0;
@@ -225,36 +176,10 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
       records.push_back(r);
     }
-    CHECK(cudaFree(d_in));
-    CHECK(cudaFree(d_out));
+    BENCH_CHECK(cudaFree(d_in));
+    BENCH_CHECK(cudaFree(d_out));
   }
 
-  std::string json = "{\n  \"date\": \"" + std::string(date) + "\",\n  \"gpu\": \"" + gpu +
-                     "\",\n  \"exp_rate_per_s\": 3.78e12,\n  \"records\": [\n";
-  std::string md = fmt::format("# NLM on {} ({})\n\nKernel time: CUDA events, median after warm-up, input on the GPU. "
-                               "End-to-end: host memory in and out. Floor: one __expf per unordered pair at 3.78e12/s.\n\n"
-                               "| setting | size | search | patch | variant | kernel ms | end-to-end ms | x naive | x floor | max abs error |\n"
-                               "|---|---|---|---|---|---|---|---|---|---|\n",
-                               gpu, date);
-  for (std::size_t i = 0; i < records.size(); ++i) {
-    const Record& r = records[i];
-    json += fmt::format("    {{\"setting\": \"{}\", \"source\": \"{}\", \"variant\": \"{}\", \"dims\": [{}, {}, {}], "
-                        "\"search_radius\": {}, \"patch_radius\": {}, \"kernel_ms\": {:.6g}, \"end_to_end_ms\": {:.6g}, "
-                        "\"floor_ms\": {:.6g}, \"fraction_of_floor\": {:.4g}, \"speedup_vs_naive\": {}, "
-                        "\"max_abs_error\": {}, \"error_against\": \"{}\"}}{}\n",
-                        r.setting, r.source, r.variant, r.dims.nx, r.dims.ny, r.dims.nz, r.rs, r.rp, r.kernel_ms,
-                        r.end_to_end_ms, r.floor_ms, r.floor_ms / r.kernel_ms,
-                        r.speedup_vs_naive > 0 ? fmt::format("{:.4g}", r.speedup_vs_naive) : "null",
-                        r.max_abs_error >= 0 ? fmt::format("{:.3g}", r.max_abs_error) : "null", r.error_against,
-                        i + 1 < records.size() ? "," : "");
-    md += fmt::format("| {} | {}x{}x{} | {}^d | {}^d | {} | {:.3f} | {:.3f} | {} | {:.1f} | {} |\n", r.setting, r.dims.nx,
-                      r.dims.ny, r.dims.nz, 2 * r.rs + 1, 2 * r.rp + 1, r.variant, r.kernel_ms, r.end_to_end_ms,
-                      r.speedup_vs_naive > 0 ? fmt::format("{:.1f}", r.speedup_vs_naive) : "-", r.kernel_ms / r.floor_ms,
-                      r.max_abs_error >= 0 ? fmt::format("{:.2g} ({})", r.max_abs_error, r.error_against) : "-");
-  }
-  json += "  ]\n}\n";
-  if (!json_path.empty()) std::ofstream(json_path) << json;
-  if (!markdown_path.empty()) std::ofstream(markdown_path) << md;
-  fmt::print("\n{}", md);
+  bench::write_results(records, "NLM", "one __expf per unordered pair at 3.78e12/s", json_path, markdown_path);
   return 0;
 }

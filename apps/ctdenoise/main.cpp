@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   nlm_cmd->add_option("--centre-weight", nlm.centre_weight, "Weight of the voxel itself: formula (1) or max")
       ->capture_default_str();
-  nlm_cmd->add_option("--algorithm", nlm.algorithm, "Variant: auto, displacement, blockwise (approximate) (CPU); naive, tiled, zslide (3D), fused (CUDA)")->capture_default_str();
+  nlm_cmd->add_option("--algorithm", nlm.algorithm, "Variant: auto, displacement (CPU and CUDA), blockwise (approximate, CPU), naive, tiled, zslide (3D), rowwise, fused (CUDA)")->capture_default_str();
   add_file_job(*nlm_cmd, input, run);
 
   BilateralOptions bf;
@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
                      "Range Gaussian sigma in image units (HU for CT), > 0, or auto (5.5 x the estimated noise sigma)")
       ->capture_default_str();
   bf_cmd->add_option("--radius", bf.radius, "Window half-width in voxels: R or RX,RY,RZ (default ceil(3 sigma / spacing))");
-  bf_cmd->add_option("--algorithm", bf.algorithm, "Variant: auto, direct (exact), compressive (approximate, CPU)")
+  bf_cmd->add_option("--algorithm", bf.algorithm, "Variant: auto, direct (exact, CPU), naive, tiled, fused (exact, CUDA), compressive (approximate, CPU and CUDA)")
       ->capture_default_str();
   bf_cmd->add_option("--accuracy-db", bf.accuracy_db,
                      "compressive: PSNR in dB against the exact filter over the value range")

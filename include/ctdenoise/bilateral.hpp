@@ -20,10 +20,14 @@ enum class SpatialUnit {
 };
 
 enum class BilateralAlgorithm {
-  Auto,         // the fastest exact variant for the device
+  Auto,         // the fastest exact variant for the device (CPU: direct, CUDA: fused)
   Direct,       // CPU: direct sum over the window, spatial weights tabulated
-  Compressive,  // CPU, approximate (seed 002 / Sugimoto & Kamata 2015): the range kernel as a cosine
-                // series, so the filter becomes 4M + 2 separable Gaussian filters; see accuracy_db
+  Naive,        // CUDA: one thread per voxel, everything from global memory (the papers' baseline)
+  Tiled,        // CUDA: seed 000, the apron in shared memory, the spatial kernel in constant memory
+  Fused,        // CUDA: each thread 8 outputs down a column sharing every loaded neighbour, one exp2
+                // per pair
+  Compressive,  // CPU and CUDA, approximate (seed 002 / Sugimoto & Kamata 2015): the range kernel as
+                // a cosine series, so the filter becomes 4M + 2 separable Gaussian filters; see accuracy_db
 };
 
 struct BilateralParams {

@@ -2,6 +2,9 @@
 
 #include "core/exec_internal.hpp"
 #include "cpu/backend.hpp"
+#if CTD_HAVE_CUDA
+#include "cuda/backend.hpp"
+#endif
 
 #include <ctdenoise/bilateral.hpp>
 #include <ctdenoise/error.hpp>
@@ -70,14 +73,18 @@ std::string_view to_string(BilateralAlgorithm algorithm) noexcept {
   switch (algorithm) {
     case BilateralAlgorithm::Auto: return "auto";
     case BilateralAlgorithm::Direct: return "direct";
+    case BilateralAlgorithm::Naive: return "naive";
+    case BilateralAlgorithm::Tiled: return "tiled";
+    case BilateralAlgorithm::Fused: return "fused";
     case BilateralAlgorithm::Compressive: return "compressive";
   }
   return "?";
 }
 
 BilateralAlgorithm bilateral_algorithm_from_string(std::string_view name) {
-  static constexpr BilateralAlgorithm kAll[] = {BilateralAlgorithm::Auto, BilateralAlgorithm::Direct,
-                                                BilateralAlgorithm::Compressive};
+  static constexpr BilateralAlgorithm kAll[] = {BilateralAlgorithm::Auto,  BilateralAlgorithm::Direct,
+                                                BilateralAlgorithm::Naive, BilateralAlgorithm::Tiled,
+                                                BilateralAlgorithm::Fused, BilateralAlgorithm::Compressive};
   return detail::enum_from_string(name, kAll, "bilateral algorithm");
 }
 
@@ -108,12 +115,63 @@ CompressiveSettings compressive_settings(const BilateralParams& p, double value_
   return s;
 }
 
+namespace {
+
+// The variant that runs for `requested` on `device`; Unsupported where it does not exist.
+BilateralAlgorithm resolve_algorithm(BilateralAlgorithm requested, Device device) {
+  const bool cuda_only = requested == BilateralAlgorithm::Naive || requested == BilateralAlgorithm::Tiled ||
+                         requested == BilateralAlgorithm::Fused;
+  if (device == Device::Cuda) {
+    if (requested == BilateralAlgorithm::Auto) return BilateralAlgorithm::Fused;
+    if (requested == BilateralAlgorithm::Direct) {
+      throw Error(ErrorKind::Unsupported, "the bilateral algorithm 'direct' is the CPU's; on CUDA the exact filter "
+                                          "is naive, tiled or fused");
+    }
+    return requested;
+  }
+  if (cuda_only) {
+    throw Error(ErrorKind::Unsupported, fmt::format("the bilateral algorithm '{}' runs on CUDA only (CPU: direct, "
+                                                    "compressive)",
+                                                    to_string(requested)));
+  }
+  return requested == BilateralAlgorithm::Auto ? BilateralAlgorithm::Direct : requested;
+}
+
+}  // namespace
+
 FilterRun bilateral(ConstVolumeView<float> in, VolumeView<float> out, const BilateralParams& params,
                     const ExecContext& context) {
   const std::array<int, 3> radius = bilateral_radius(params, in.dims);
-  const detail::PreparedRun run = detail::prepare_run(in, out, context, "bilateral", false);
+  detail::PreparedRun run = detail::prepare_run(in, out, context, "bilateral", true);
+  // With the device left to us, a CPU-only variant runs on the CPU rather than failing.
+  const bool cpu_only = params.algorithm == BilateralAlgorithm::Direct ||
+                        (params.algorithm == BilateralAlgorithm::Compressive &&
+                         params.gaussian == BilateralParams::Gaussian::Recursive);
+  if (context.device == Device::Auto && cpu_only) run.device = Device::Cpu;
+  const BilateralAlgorithm algorithm = resolve_algorithm(params.algorithm, run.device);
+#if CTD_HAVE_CUDA
+  if (run.device == Device::Cuda) {
+    cuda::check_bilateral_supported(in.dims, params, radius, algorithm);
+    CompressiveSettings settings;
+    float lo = 0;
+    if (algorithm == BilateralAlgorithm::Compressive) {
+      const auto [lo_it, hi_it] = std::minmax_element(run.input.data, run.input.data + in.dims.count());
+      lo = *lo_it;
+      settings = compressive_settings(params, double(*hi_it) - double(lo));
+    }
+    const cuda::BilateralTimes times = cuda::bilateral_host(run.input, out, params, radius, algorithm, settings, lo);
+    if (context.progress) context.progress(1.0);
+    FilterRun result{Device::Cuda, std::string(to_string(algorithm)), 0, {{"kernel_ms", times.kernel_ms}}};
+    if (algorithm == BilateralAlgorithm::Compressive) {
+      result.details["period"] = settings.period;
+      result.details["terms"] = double(settings.terms);
+      result.details["gaussian_filters"] = double(4 * settings.terms + 2);
+    }
+    return result;
+  }
+#endif
   cpu::ThreadPool pool(run.threads);
-  if (params.algorithm == BilateralAlgorithm::Compressive && params.gaussian == BilateralParams::Gaussian::Recursive) {
+  if (algorithm == BilateralAlgorithm::Compressive && params.gaussian == BilateralParams::Gaussian::Recursive) {
     for (int axis = 0; axis < (in.dims.is_2d() ? 2 : 3); ++axis) {
       const double step = params.spatial_unit == SpatialUnit::Millimetre ? params.spacing[axis] : 1.0;
       if (params.sigma_spatial / step < 0.5) {
@@ -123,7 +181,7 @@ FilterRun bilateral(ConstVolumeView<float> in, VolumeView<float> out, const Bila
       }
     }
   }
-  if (params.algorithm == BilateralAlgorithm::Compressive) {
+  if (algorithm == BilateralAlgorithm::Compressive) {
     const CompressiveSettings s = cpu::bilateral_compressive(run.input, out, params, radius, pool, context.progress);
     return {run.device, std::string(to_string(BilateralAlgorithm::Compressive)), run.threads,
             {{"period", s.period}, {"terms", double(s.terms)}, {"gaussian_filters", double(4 * s.terms + 2)}}};

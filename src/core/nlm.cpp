@@ -84,14 +84,16 @@ NlmAlgorithm resolve_algorithm(NlmAlgorithm requested, Device device) {
 FilterRun nlm(ConstVolumeView<float> in, VolumeView<float> out, const NlmParams& params,
               const ExecContext& context) {
   validate(params);
-  const detail::PreparedRun run = detail::prepare_run(in, out, context, "NLM", true);
+  detail::PreparedRun run = detail::prepare_run(in, out, context, "NLM", true);
+  // With the device left to us, a CPU-only variant runs on the CPU rather than failing.
+  if (context.device == Device::Auto && params.algorithm == NlmAlgorithm::Blockwise) run.device = Device::Cpu;
   const NlmAlgorithm algorithm = resolve_algorithm(params.algorithm, run.device);
 #if CTD_HAVE_CUDA
   if (run.device == Device::Cuda) {
     cuda::check_nlm_supported(in.dims, params, algorithm);
-    cuda::nlm_host(run.input, out, params, algorithm);
+    const double kernel_ms = cuda::nlm_host(run.input, out, params, algorithm);
     if (context.progress) context.progress(1.0);
-    return {Device::Cuda, std::string(to_string(algorithm)), 0, {}};
+    return {Device::Cuda, std::string(to_string(algorithm)), 0, {{"kernel_ms", kernel_ms}}};
   }
 #endif
   cpu::ThreadPool pool(run.threads);

@@ -340,23 +340,28 @@ namespace {
 
 bool uniform_patch(const NlmParams& params) { return params.patch_kernel == PatchKernel::Uniform; }
 
+// Whether `fused` runs as the sliding-sum kernel (else the general one).
+bool fused_slides(const KernelParams& k, const NlmParams& params) {
+  const std::size_t slide = nlm_slide_shared_bytes(k, uniform_patch(params));
+  return slide > 0 && slide <= max_shared_bytes();
+}
+
 // Shared memory the variant's kernel takes (0: none).
 std::size_t shared_bytes(const KernelParams& k, const Dims& dims, const NlmParams& params, NlmAlgorithm algorithm) {
   const int tile_z = dims.is_2d() ? 1 : kTileZ3d;
   switch (algorithm) {
-    case NlmAlgorithm::Fused: {
-      const std::size_t slide = nlm_slide_shared_bytes(k, uniform_patch(params));
-      return slide > 0 && slide <= max_shared_bytes() ? slide : fused_layout(k, tile_z).bytes();
-    }
+    case NlmAlgorithm::Fused:
+      return fused_slides(k, params) ? nlm_slide_shared_bytes(k, uniform_patch(params)) : fused_layout(k, tile_z).bytes();
     case NlmAlgorithm::Tiled: return fused_layout(k, tile_z).u_size * sizeof(float);
     case NlmAlgorithm::ZSlide: return zslide_layout(k).bytes();
     default: return 0;
   }
 }
 
-std::size_t workspace_floats(const KernelParams& k, NlmAlgorithm algorithm) {
+std::size_t workspace_floats(const KernelParams& k, const NlmParams& params, NlmAlgorithm algorithm) {
   if (algorithm == NlmAlgorithm::Displacement) return nlm_workspace_floats(k, false);
   if (algorithm == NlmAlgorithm::RowWise) return nlm_workspace_floats(k, true);
+  if (algorithm == NlmAlgorithm::Fused && fused_slides(k, params)) return nlm_slide_workspace_floats(k);
   return 0;
 }
 
@@ -400,9 +405,8 @@ void run_variant(const float* in, float* out, const Dims& dims, const NlmParams&
   const KernelParams k = make_params(dims, params);
   if (algorithm == NlmAlgorithm::Displacement) return nlm_displacement_launch(in, out, workspace, k, stream);
   if (algorithm == NlmAlgorithm::RowWise) return nlm_rowwise_launch(in, out, workspace, k, stream);
-  if (algorithm == NlmAlgorithm::Fused) {
-    const std::size_t slide = nlm_slide_shared_bytes(k, uniform_patch(params));
-    if (slide > 0 && slide <= max_shared_bytes()) return nlm_slide_launch(in, out, k, uniform_patch(params), stream);
+  if (algorithm == NlmAlgorithm::Fused && fused_slides(k, params)) {
+    return nlm_slide_launch(in, out, workspace, k, uniform_patch(params), stream);
   }
   if (algorithm == NlmAlgorithm::Naive) {
     const int block = 256;
@@ -460,16 +464,16 @@ void run_variant(const float* in, float* out, const Dims& dims, const NlmParams&
 
 void nlm_device(const float* in, float* out, const Dims& dims, const NlmParams& params, NlmAlgorithm algorithm,
                 CudaStream stream) {
-  const std::size_t floats = workspace_floats(make_params(dims, params), algorithm);
+  const std::size_t floats = workspace_floats(make_params(dims, params), params, algorithm);
   float* workspace = floats > 0 ? stream_workspace(floats, stream) : nullptr;
   run_variant(in, out, dims, params, algorithm, workspace, stream);
 }
 
-void nlm_host(ConstVolumeView<float> in, VolumeView<float> out, const NlmParams& params, NlmAlgorithm algorithm) {
+double nlm_host(ConstVolumeView<float> in, VolumeView<float> out, const NlmParams& params, NlmAlgorithm algorithm) {
   const std::size_t n = std::size_t(in.dims.count());
   std::size_t free_bytes = 0, total_bytes = 0;
   CTD_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  const std::size_t workspace = workspace_floats(make_params(in.dims, params), algorithm);
+  const std::size_t workspace = workspace_floats(make_params(in.dims, params), params, algorithm);
   const std::size_t need = (2 * n + workspace) * sizeof(float);
   if (need > free_bytes) {
     throw Error(ErrorKind::OutOfMemory, "the volume needs " + std::to_string(need >> 20) +
@@ -478,9 +482,13 @@ void nlm_host(ConstVolumeView<float> in, VolumeView<float> out, const NlmParams&
   Stream stream;
   DeviceBuffer<float> d_in(n), d_out(n), d_workspace(workspace);
   CTD_CUDA_CHECK(cudaMemcpyAsync(d_in.data(), in.data, n * sizeof(float), cudaMemcpyHostToDevice, stream.get()));
+  Event start, stop;
+  start.record(stream.get());
   run_variant(d_in.data(), d_out.data(), in.dims, params, algorithm, d_workspace.data(), stream.get());
+  stop.record(stream.get());
   CTD_CUDA_CHECK(cudaMemcpyAsync(out.data, d_out.data(), n * sizeof(float), cudaMemcpyDeviceToHost, stream.get()));
   stream.synchronize();
+  return stop.elapsed_since(start);
 }
 
 }  // namespace ctd::cuda

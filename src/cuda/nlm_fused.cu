@@ -11,12 +11,16 @@
 //       pass C per (x, y) column along z, weights in registers. Two barriers per d.
 // Nothing goes to global memory but the output, and every voxel sums its terms in a fixed order:
 // deterministic. The patch row of p (independent of d) stays in registers across displacements.
+// A 2D image too small to fill the GPU with tiles also splits the search window: blockIdx.z takes
+// a contiguous range of displacements and writes its partial sums, and a second kernel adds the
+// ranges in order (still deterministic).
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/nlm_kernels.hpp"
 
 #include <ctdenoise/error.hpp>
 
+#include <algorithm>
 #include <string>
 
 namespace ctd::cuda {
@@ -95,18 +99,53 @@ __device__ __forceinline__ float l2_weight(float distance, const KernelParams& k
   return __expf(-fmaxf(fmaf(distance, k.inv_norm, -k.bias), 0.0f) * k.inv_h2);
 }
 
-// The displacement with index i of the window (x fastest), skipping the centre.
+// The displacements with index begin .. end - 1 of the window (x fastest), skipping the centre;
+// part `part` of `parts` contiguous ranges.
 struct Displacements {
-  int wx, count, centre;
-  __device__ explicit Displacements(const KernelParams& k)
-      : wx(2 * k.rs + 1), count(wx * wx * (2 * k.rsz + 1)), centre(count / 2) {}
-  __device__ int first() const { return centre == 0 ? 1 : 0; }
+  int wx, count, centre, end, begin;
+  __device__ Displacements(const KernelParams& k, int part, int parts)
+      : wx(2 * k.rs + 1), count(wx * wx * (2 * k.rsz + 1)), centre(count / 2),
+        end(int((long long)count * (part + 1) / parts)), begin(int((long long)count * part / parts)) {}
+  __device__ int first() const { return begin == centre ? begin + 1 : begin; }
   __device__ int next(int i) const { return i + 1 == centre ? i + 2 : i + 1; }
 };
 
+// Partial sums of one range of displacements: [part][sum, weight sum, weight max][voxel].
+struct Partials {
+  float* data;  // null: one range, write the output directly
+  int parts;
+};
+
+__device__ __forceinline__ void store_result(float* out, const Partials& partials, long long n, long long i, float sum,
+                                             float weight_sum, float weight_max, float centre, const KernelParams& k) {
+  if (partials.data == nullptr) {
+    out[i] = finish(sum, weight_sum, weight_max, centre, k);
+    return;
+  }
+  float* part = partials.data + 3 * n * blockIdx.z;
+  part[i] = sum;
+  part[n + i] = weight_sum;
+  part[2 * n + i] = weight_max;
+}
+
+__global__ void combine_partials_kernel(const float* __restrict__ u, Partials partials, float* __restrict__ out,
+                                        KernelParams k) {
+  const long long n = (long long)k.nx * k.ny * k.nz;
+  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float sum = 0, weight_sum = 0, weight_max = 0;
+  for (int s = 0; s < partials.parts; ++s) {
+    const float* part = partials.data + 3 * n * s;
+    sum += part[i];
+    weight_sum += part[n + i];
+    weight_max = fmaxf(weight_max, part[2 * n + i]);
+  }
+  out[i] = finish(sum, weight_sum, weight_max, u[i], k);
+}
+
 template <int RP, bool UNIFORM>
 __global__ void __launch_bounds__(kThreads) nlm_slide2d_kernel(const float* __restrict__ u, float* __restrict__ out,
-                                                               KernelParams k) {
+                                                               KernelParams k, Partials partials) {
   constexpr int kRowsA = kTy2 + 2 * RP, kRunA = kChunk2 + 2 * RP, kRunB = kRy2 + 2 * RP;
   static_assert((kTx2 / kChunk2) * kRowsA <= kThreads, "pass A: one run per thread");
   extern __shared__ float shared[];
@@ -133,7 +172,7 @@ __global__ void __launch_bounds__(kThreads) nlm_slide2d_kernel(const float* __re
 #pragma unroll
   for (int t = 0; t < kRy2; ++t) sum[t] = weight_sum[t] = weight_max[t] = 0.0f;
 
-  const Displacements window(k);
+  const Displacements window(k, blockIdx.z, gridDim.z);
   auto pass_a = [&](int index, float* Hx) {
     if (!a_active) return;
     const int dy = index / window.wx - k.rs, dx = index % window.wx - k.rs;
@@ -170,11 +209,11 @@ __global__ void __launch_bounds__(kThreads) nlm_slide2d_kernel(const float* __re
   };
 
   int current = window.first(), buffer = 0;
-  pass_a(current, H);
+  if (current < window.end) pass_a(current, H);
   __syncthreads();
-  while (current < window.count) {
+  while (current < window.end) {
     const int following = window.next(current);
-    if (following < window.count) pass_a(following, H + (buffer ^ 1) * hbuf);
+    if (following < window.end) pass_a(following, H + (buffer ^ 1) * hbuf);
     pass_b(current, H + buffer * hbuf);
     __syncthreads();
     buffer ^= 1;
@@ -187,14 +226,15 @@ __global__ void __launch_bounds__(kThreads) nlm_slide2d_kernel(const float* __re
     const int y = yb + t;
     if (y < k.ny) {
       const float centre = U[(l.a + gb * kRy2 + t) * l.sx + l.a + cb];
-      out[(long long)y * k.nx + x] = finish(sum[t], weight_sum[t], weight_max[t], centre, k);
+      store_result(out, partials, (long long)k.nx * k.ny, (long long)y * k.nx + x, sum[t], weight_sum[t], weight_max[t],
+                   centre, k);
     }
   }
 }
 
 template <int RP, bool UNIFORM>
 __global__ void __launch_bounds__(kThreads) nlm_slide3d_kernel(const float* __restrict__ u, float* __restrict__ out,
-                                                               KernelParams k) {
+                                                               KernelParams k, Partials /*one range in 3D*/) {
   constexpr int kRowsY = kTy3 + 2 * RP, kPlanes = kTz3 + 2 * RP, kRunA = kTx3 + 2 * RP;
   static_assert(kRowsY * kPlanes <= kThreads, "pass A: one row per thread");
   extern __shared__ float shared[];
@@ -222,7 +262,7 @@ __global__ void __launch_bounds__(kThreads) nlm_slide3d_kernel(const float* __re
 #pragma unroll
   for (int t = 0; t < kTz3; ++t) sum[t] = weight_sum[t] = weight_max[t] = 0.0f;
 
-  const Displacements window(k);
+  const Displacements window(k, 0, 1);
   auto shift_of = [&](int index, int& dx, int& dy, int& dz) {
     dx = index % window.wx - k.rs;
     dy = (index / window.wx) % window.wx - k.rs;
@@ -302,17 +342,47 @@ __global__ void __launch_bounds__(kThreads) nlm_slide3d_kernel(const float* __re
   }
 }
 
+dim3 tiles_2d(const KernelParams& k) {
+  return dim3(unsigned((k.nx + kTx2 - 1) / kTx2), unsigned((k.ny + kTy2 - 1) / kTy2));
+}
+
+// Ranges of the search window for a 2D image: enough blocks for about four per SM, each range
+// keeping at least 64 displacements. 3D volumes fill the GPU with tiles.
+int window_parts(const KernelParams& k) {
+  if (k.rsz != 0) return 1;
+  static const int sms = [] {
+    int device = 0, count = 0;
+    CTD_CUDA_CHECK(cudaGetDevice(&device));
+    CTD_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
+    return count;
+  }();
+  const dim3 tiles = tiles_2d(k);
+  const long long blocks = (long long)tiles.x * tiles.y;
+  const int displacements = (2 * k.rs + 1) * (2 * k.rs + 1);
+  const long long wanted = (4LL * sms + blocks - 1) / blocks;
+  return int(std::max(1LL, std::min<long long>(wanted, displacements / 64)));
+}
+
 template <int RP>
-void launch_radius(const float* in, float* out, const KernelParams& k, bool uniform, cudaStream_t stream) {
+void launch_radius(const float* in, float* out, float* workspace, const KernelParams& k, bool uniform,
+                   cudaStream_t stream) {
   const bool flat = k.rsz == 0;
   const std::size_t bytes = slide_layout(k).bytes();
+  const int parts = window_parts(k);
+  const Partials partials{parts > 1 ? workspace : nullptr, parts};
   auto go = [&](auto kernel, dim3 grid) {
     CTD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
-    kernel<<<grid, kThreads, bytes, stream>>>(in, out, k);
+    kernel<<<grid, kThreads, bytes, stream>>>(in, out, k, partials);
     CTD_CUDA_CHECK_LAUNCH();
+    if (partials.data) {
+      const long long n = (long long)k.nx * k.ny * k.nz;
+      combine_partials_kernel<<<unsigned((n + 255) / 256), 256, 0, stream>>>(in, partials, out, k);
+      CTD_CUDA_CHECK_LAUNCH();
+    }
   };
   if (flat) {
-    const dim3 grid(unsigned((k.nx + kTx2 - 1) / kTx2), unsigned((k.ny + kTy2 - 1) / kTy2));
+    dim3 grid = tiles_2d(k);
+    grid.z = unsigned(parts);
     if (uniform) {
       go(nlm_slide2d_kernel<RP, true>, grid);
     } else {
@@ -333,21 +403,27 @@ void launch_radius(const float* in, float* out, const KernelParams& k, bool unif
 
 }  // namespace
 
+std::size_t nlm_slide_workspace_floats(const KernelParams& k) {
+  const int parts = window_parts(k);
+  return parts > 1 ? std::size_t(parts) * 3 * k.nx * k.ny * k.nz : 0;
+}
+
 std::size_t nlm_slide_shared_bytes(const KernelParams& k, bool /*uniform_patch*/) {
   if (k.l1 || k.rp < 1) return 0;
   if (k.rp > (k.rsz == 0 ? kMaxRp2 : kMaxRp3)) return 0;
   return slide_layout(k).bytes();
 }
 
-void nlm_slide_launch(const float* in, float* out, const KernelParams& k, bool uniform_patch, cudaStream_t stream) {
+void nlm_slide_launch(const float* in, float* out, float* workspace, const KernelParams& k, bool uniform_patch,
+                      cudaStream_t stream) {
   switch (k.rp) {
-    case 1: launch_radius<1>(in, out, k, uniform_patch, stream); break;
-    case 2: launch_radius<2>(in, out, k, uniform_patch, stream); break;
-    case 3: launch_radius<3>(in, out, k, uniform_patch, stream); break;
-    case 4: launch_radius<4>(in, out, k, uniform_patch, stream); break;
-    case 5: launch_radius<5>(in, out, k, uniform_patch, stream); break;
-    case 6: launch_radius<6>(in, out, k, uniform_patch, stream); break;
-    case 7: launch_radius<7>(in, out, k, uniform_patch, stream); break;
+    case 1: launch_radius<1>(in, out, workspace, k, uniform_patch, stream); break;
+    case 2: launch_radius<2>(in, out, workspace, k, uniform_patch, stream); break;
+    case 3: launch_radius<3>(in, out, workspace, k, uniform_patch, stream); break;
+    case 4: launch_radius<4>(in, out, workspace, k, uniform_patch, stream); break;
+    case 5: launch_radius<5>(in, out, workspace, k, uniform_patch, stream); break;
+    case 6: launch_radius<6>(in, out, workspace, k, uniform_patch, stream); break;
+    case 7: launch_radius<7>(in, out, workspace, k, uniform_patch, stream); break;
     default: throw Error(ErrorKind::Unsupported, "internal: the sliding NLM kernel has no patch radius " + std::to_string(k.rp));
   }
 }

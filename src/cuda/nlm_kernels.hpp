@@ -10,10 +10,12 @@
 namespace ctd::cuda {
 
 // fused, sliding sums (nlm_fused.cu): the L2 distance with a patch radius the kernel was compiled
-// for. Returns the shared memory it needs, or 0 when it does not take these parameters.
+// for. Returns the shared memory it needs, or 0 when it does not take these parameters. Small 2D
+// images split the search window over blocks and need a workspace of partial sums.
 std::size_t nlm_slide_shared_bytes(const nlm_detail::KernelParams& k, bool uniform_patch);
-void nlm_slide_launch(const float* in, float* out, const nlm_detail::KernelParams& k, bool uniform_patch,
-                      cudaStream_t stream);
+std::size_t nlm_slide_workspace_floats(const nlm_detail::KernelParams& k);
+void nlm_slide_launch(const float* in, float* out, float* workspace, const nlm_detail::KernelParams& k,
+                      bool uniform_patch, cudaStream_t stream);
 
 // displacement (seed 004) and rowwise (seed 003), nlm_displacement.cu: one group of kernels per
 // displacement of half the search window, intermediates in a device workspace of

@@ -1,5 +1,6 @@
 // CPU bilateral filter against the naive double-precision reference.
 
+#include "common/bilateral_case.hpp"
 #include "common/test_util.hpp"
 
 #include <ctdenoise/ctdenoise.hpp>
@@ -10,14 +11,7 @@ namespace {
 
 using testing_util::compare;
 
-struct Case {
-  const char* name;
-  ctd::Dims dims;
-  float sigma_spatial, sigma_range;
-  std::optional<std::array<int, 3>> radius = std::nullopt;
-  ctd::SpatialUnit unit = ctd::SpatialUnit::Voxel;
-  std::array<double, 3> spacing{1, 1, 1};
-};
+using Case = testing_util::BilateralCase;
 
 const Case kCases[] = {
     {"single voxel", {1, 1, 1}, 1.0f, 20},
@@ -38,23 +32,15 @@ class BilateralCpu : public ::testing::TestWithParam<Case> {};
 
 TEST_P(BilateralCpu, MatchesReferenceOnRandomAndStructuredInputs) {
   const Case& c = GetParam();
-  ctd::BilateralParams p;
-  p.sigma_spatial = c.sigma_spatial;
-  p.sigma_range = c.sigma_range;
-  p.radius = c.radius;
-  p.spatial_unit = c.unit;
-  p.spacing = c.spacing;
-  ref::BilateralSettings s;
-  s.sigma_spatial = c.sigma_spatial;
-  s.sigma_range = c.sigma_range;
-  if (c.radius) s.radius = *c.radius;
-  if (c.unit == ctd::SpatialUnit::Millimetre) s.step = c.spacing;
+  const ctd::BilateralParams p = testing_util::to_params(c);
+  const ref::BilateralSettings s = testing_util::to_ref(c);
 
   for (int pattern = 0; pattern < 2; ++pattern) {
     const ctd::Volume in = pattern == 0 ? testing_util::random_volume(c.dims, 4321)
                                         : testing_util::structured_volume(c.dims, 17);
     ctd::Volume out(in.dims());
     ctd::ExecContext ctx;
+    ctx.device = ctd::Device::Cpu;
     ctx.threads = 2;
     ctd::bilateral(in.view(), out.view(), p, ctx);
     const auto cmp = compare(out, ref::bilateral(testing_util::to_ref(in), s));
