@@ -19,13 +19,19 @@ echo "== build ok"
 ctest --test-dir build-dev -L cuda --output-on-failure > "$out/ctest_cuda.log" 2>&1
 grep -E "tests passed|Failed|Skipped" "$out/ctest_cuda.log" | head -20
 if [ "$sanitize" = sanitize ]; then
-  # Small cases that reach every kernel (racecheck is slow on the shared-memory loops).
-  filter=${CTD_SANITIZE_FILTER:-'*odd_2D_larger*:*odd_non_cubic_3D*:*centre_max_3D*:*2D_split*:*DeviceApi*'}
-  for tool in memcheck racecheck; do
-    compute-sanitizer --tool $tool --error-exitcode 9 build-dev/tests/cuda_tests --gtest_filter="$filter" \
-      > "$out/sanitizer_$tool.log" 2>&1
-    echo "== compute-sanitizer $tool exit $?: $(grep -E 'ERROR SUMMARY|PASSED|FAILED' "$out/sanitizer_$tool.log" | tr '\n' ' ')"
-  done
+  # Small cases that reach every kernel. Racecheck takes minutes per case on NLM tiled/zslide's
+  # shared-memory loops, so it runs them on the smallest 3D case only.
+  nlm='*NlmCuda.*odd_2D_larger*:*NlmCuda.*odd_non_cubic_3D*:*NlmCuda.*centre_max_3D*:*2D_split_search*:*DeviceApi*'
+  bf='*BilateralCuda.*odd_non_cubic_3D*:*BilateralCuda.*2D_B1_like*:*BilateralCudaProperties.BitIdentical*'
+  run_tool() {  # tool, log, filter, variants
+    CTD_TEST_VARIANTS=$4 compute-sanitizer --tool $1 --error-exitcode 9 build-dev/tests/cuda_tests \
+      --gtest_filter="$3" > "$out/$2" 2>&1
+    echo "== compute-sanitizer $1 ($2) exit $?: $(grep -E 'ERROR SUMMARY|PASSED|FAILED' "$out/$2" | tr '\n' ' ')"
+  }
+  run_tool memcheck sanitizer_memcheck.log "$nlm:$bf" ""
+  run_tool racecheck sanitizer_racecheck_nlm.log "$nlm" naive,displacement,rowwise,fused
+  run_tool racecheck sanitizer_racecheck_nlm_tiled_zslide.log '*NlmCuda.*2x2x2*:*NlmCuda.*one_voxel_wide_3D*' tiled,zslide
+  run_tool racecheck sanitizer_racecheck_bilateral.log "$bf" ""
 fi
 [ "$mode" = none ] && exit 0
 flag=--quick
