@@ -16,8 +16,12 @@ cmake -S . -B build-dev -G Ninja -DCTD_BUILD_IO=OFF -DCTD_WERROR=ON -DCMAKE_PREF
   > "$out/cmake.log" 2>&1 || { tail -30 "$out/cmake.log"; exit 1; }
 ninja -C build-dev > "$out/build.log" 2>&1 || { grep -E "error|FAILED" -A5 "$out/build.log" | head -60; exit 1; }
 echo "== build ok"
-ctest --test-dir build-dev -L cuda --output-on-failure > "$out/ctest_cuda.log" 2>&1
-grep -E "tests passed|Failed|Skipped" "$out/ctest_cuda.log" | head -20
+# The device returns a few files only: everything is packed into all.tgz as it is written.
+pack() { (cd "$out" && tar czf /tmp/all.tgz --exclude=all.tgz . && mv /tmp/all.tgz all.tgz); }
+if [ -z "${SKIP_TESTS:-}" ]; then
+  ctest --test-dir build-dev -L cuda --output-on-failure > "$out/ctest_cuda.log" 2>&1
+  grep -E "tests passed|Failed|Skipped" "$out/ctest_cuda.log" | head -20
+fi
 if [ "$sanitize" = sanitize ]; then
   # Small cases that reach every kernel. Racecheck takes minutes per case on NLM tiled/zslide's
   # shared-memory loops, so it runs them on the smallest 3D case only.
@@ -27,6 +31,7 @@ if [ "$sanitize" = sanitize ]; then
     CTD_TEST_VARIANTS=$4 compute-sanitizer --tool $1 --error-exitcode 9 build-dev/tests/cuda_tests \
       --gtest_filter="$3" > "$out/$2" 2>&1
     echo "== compute-sanitizer $1 ($2) exit $?: $(grep -E 'ERROR SUMMARY|PASSED|FAILED' "$out/$2" | tr '\n' ' ')"
+    pack
   }
   run_tool memcheck sanitizer_memcheck.log "$nlm:$bf" ""
   run_tool racecheck sanitizer_racecheck_nlm.log "$nlm" naive,displacement,rowwise,fused
@@ -39,6 +44,7 @@ flag=--quick
 if [ "$which" != bilateral ]; then
   build-dev/nlm_bench $flag --json "$out/nlm_bench.json" --markdown "$out/nlm_bench.md" > "$out/nlm_bench.log" 2>&1
   grep -E "^(N|T|S)" "$out/nlm_bench.log" | head -80
+  pack
 fi
 if [ "$which" != nlm ]; then
   psnr=
@@ -46,4 +52,5 @@ if [ "$which" != nlm ]; then
   build-dev/bilateral_bench $flag --json "$out/bilateral_bench.json" --markdown "$out/bilateral_bench.md" $psnr \
     > "$out/bilateral_bench.log" 2>&1
   grep -vE "^\|" "$out/bilateral_bench.log" | head -60
+  pack
 fi

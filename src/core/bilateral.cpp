@@ -117,12 +117,17 @@ CompressiveSettings compressive_settings(const BilateralParams& p, double value_
 
 namespace {
 
-// The variant that runs for `requested` on `device`; Unsupported where it does not exist.
-BilateralAlgorithm resolve_algorithm(BilateralAlgorithm requested, Device device) {
+// The variant that runs for `requested` on `device`; Unsupported where it does not exist. Auto on
+// CUDA: tiled up to 1000 window taps (B1, B2, seed 000's Table I: 1.1-7x faster than fused there,
+// bench/results/2026-11-21-h100-bilateral.md), fused beyond (B3: 1.8x faster than tiled).
+BilateralAlgorithm resolve_algorithm(BilateralAlgorithm requested, Device device, const std::array<int, 3>& radius) {
   const bool cuda_only = requested == BilateralAlgorithm::Naive || requested == BilateralAlgorithm::Tiled ||
                          requested == BilateralAlgorithm::Fused;
   if (device == Device::Cuda) {
-    if (requested == BilateralAlgorithm::Auto) return BilateralAlgorithm::Fused;
+    if (requested == BilateralAlgorithm::Auto) {
+      const long long taps = (2LL * radius[0] + 1) * (2LL * radius[1] + 1) * (2LL * radius[2] + 1);
+      return taps <= 1000 ? BilateralAlgorithm::Tiled : BilateralAlgorithm::Fused;
+    }
     if (requested == BilateralAlgorithm::Direct) {
       throw Error(ErrorKind::Unsupported, "the bilateral algorithm 'direct' is the CPU's; on CUDA the exact filter "
                                           "is naive, tiled or fused");
@@ -148,7 +153,7 @@ FilterRun bilateral(ConstVolumeView<float> in, VolumeView<float> out, const Bila
                         (params.algorithm == BilateralAlgorithm::Compressive &&
                          params.gaussian == BilateralParams::Gaussian::Recursive);
   if (context.device == Device::Auto && cpu_only) run.device = Device::Cpu;
-  const BilateralAlgorithm algorithm = resolve_algorithm(params.algorithm, run.device);
+  const BilateralAlgorithm algorithm = resolve_algorithm(params.algorithm, run.device, radius);
 #if CTD_HAVE_CUDA
   if (run.device == Device::Cuda) {
     cuda::check_bilateral_supported(in.dims, params, radius, algorithm);

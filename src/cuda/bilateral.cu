@@ -391,12 +391,15 @@ void check_bilateral_supported(const Dims& dims, const BilateralParams& params, 
     throw Error(ErrorKind::Unsupported, "volumes of 2^31 voxels or more are not supported on CUDA yet");
   }
   const int rz = dims.is_2d() ? 0 : radius[2];
-  if (std::max({radius[0], radius[1], rz}) > (kMaxAxisTaps - 1) / 2) {
-    throw Error(ErrorKind::Unsupported, "a bilateral window radius above " + std::to_string((kMaxAxisTaps - 1) / 2) +
-                                            " voxels is not supported on CUDA");
+  // The exact kernels tabulate each axis (kMaxAxisTaps), the compressive passes their 1D Gaussian
+  // (2 kMaxAxisTaps + 1 taps: sigma_s up to 85 voxels).
+  const int max_radius = algorithm == BilateralAlgorithm::Compressive ? kMaxAxisTaps : (kMaxAxisTaps - 1) / 2;
+  if (std::max({radius[0], radius[1], rz}) > max_radius) {
+    throw Error(ErrorKind::Unsupported, "a bilateral window radius above " + std::to_string(max_radius) + " voxels is "
+                                        "not supported by the CUDA " + std::string(to_string(algorithm)) + " filter");
   }
-  const BfParams k = make_params(dims, params, radius);
   if (algorithm == BilateralAlgorithm::Tiled) {
+    const BfParams k = make_params(dims, params, radius);
     const long long taps = (2LL * k.rx + 1) * (2LL * k.ry + 1) * (2LL * k.rz + 1);
     if (taps > kMaxConstantTaps || tiled_layout(k).bytes() > max_shared_bytes()) {
       throw Error(ErrorKind::Unsupported, "the tiled kernel keeps the window in constant memory (at most " +
