@@ -121,7 +121,11 @@ TEST(Filters, CudaWithoutADeviceIsAClearErrorAndAutoRunsOnCpu) {
   // there is no device (Cuda).
   const ErrorKind expected = CTD_HAVE_CUDA ? ErrorKind::Cuda : ErrorKind::Unsupported;
   EXPECT_TRUE(throws_kind([&] { ctd::nlm(in.view(), out.view(), good_nlm(), cuda); }, expected));
-  EXPECT_TRUE(throws_kind([&] { ctd::bilateral(in.view(), out.view(), good_bf(), cuda); }, ErrorKind::Unsupported));
+  EXPECT_TRUE(throws_kind([&] { ctd::bilateral(in.view(), out.view(), good_bf(), cuda); }, expected));
+  EXPECT_EQ(ctd::bilateral(in.view(), out.view(), good_bf(), {}).algorithm, "direct");
+  auto bf_fused = good_bf();
+  bf_fused.algorithm = ctd::BilateralAlgorithm::Fused;  // CUDA only
+  EXPECT_TRUE(throws_kind([&] { ctd::bilateral(in.view(), out.view(), bf_fused, {}); }, ErrorKind::Unsupported));
   const auto run = ctd::nlm(in.view(), out.view(), good_nlm(), {});
   EXPECT_EQ(run.device, ctd::Device::Cpu);
   EXPECT_EQ(run.algorithm, "displacement");
