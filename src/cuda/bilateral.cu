@@ -5,6 +5,7 @@
 #include "cuda/backend.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_buffer.hpp"
+#include "cuda/device_util.cuh"
 
 #include <ctdenoise/error.hpp>
 
@@ -54,14 +55,6 @@ BfParams make_params(const Dims& dims, const BilateralParams& p, const std::arra
   return k;
 }
 
-__device__ __forceinline__ int mirror(int i, int n) {
-  if (i >= 0 && i < n) return i;
-  if (n == 1) return 0;
-  const int period = 2 * (n - 1);
-  int m = i % period;
-  if (m < 0) m += period;
-  return m < n ? m : period - m;
-}
 
 __device__ __forceinline__ float fast_exp2(float x) {
   float y;
@@ -295,17 +288,7 @@ __global__ void divide_kernel(const float* __restrict__ numerator, const float* 
   if (i < n) out[i] = numerator[i] / denominator[i];
 }
 
-void require_device() {
-  std::string why;
-  if (!device_present(&why)) throw Error(ErrorKind::Cuda, why);
-}
 
-std::size_t max_shared_bytes() {
-  int device = 0, bytes = 0;
-  CTD_CUDA_CHECK(cudaGetDevice(&device));
-  CTD_CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  return std::size_t(bytes);
-}
 
 std::size_t pass_bytes(int radius) { return std::size_t(kPassTile + 2 * radius) * kPassStride * sizeof(float4); }
 

@@ -3,6 +3,7 @@
 #include "cuda/backend.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_buffer.hpp"
+#include "cuda/device_util.cuh"
 
 #include <unordered_map>
 
@@ -30,6 +31,18 @@ std::string device_name() {
   cudaDeviceProp properties{};
   CTD_CUDA_CHECK(cudaGetDeviceProperties(&properties, device));
   return properties.name;
+}
+
+void require_device() {
+  std::string why;
+  if (!device_present(&why)) throw Error(ErrorKind::Cuda, why);
+}
+
+std::size_t max_shared_bytes() {
+  int device = 0, bytes = 0;
+  CTD_CUDA_CHECK(cudaGetDevice(&device));
+  CTD_CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  return std::size_t(bytes);
 }
 
 float* stream_workspace(std::size_t floats, cudaStream_t stream) {

@@ -322,17 +322,7 @@ __global__ void __launch_bounds__(kTileX* kTileY) nlm_zslide_kernel(const float*
 
 constexpr int kTileZ3d = 8;
 
-std::size_t max_shared_bytes() {
-  int device = 0, bytes = 0;
-  CTD_CUDA_CHECK(cudaGetDevice(&device));
-  CTD_CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  return std::size_t(bytes);
-}
 
-void require_device() {
-  std::string why;
-  if (!device_present(&why)) throw Error(ErrorKind::Cuda, why);
-}
 
 }  // namespace
 

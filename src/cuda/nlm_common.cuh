@@ -2,6 +2,8 @@
 // Shared by the CUDA NLM kernels: the kernel parameters, mirror border, weight and final division.
 // Every kernel computes the definition of docs/filters.md exactly (float32, __expf).
 
+#include "cuda/device_util.cuh"
+
 #include <ctdenoise/nlm.hpp>
 
 #include <cmath>
@@ -48,14 +50,6 @@ inline KernelParams make_params(const Dims& dims, const NlmParams& p) {
   return k;
 }
 
-__device__ __forceinline__ int mirror(int i, int n) {
-  if (i >= 0 && i < n) return i;
-  if (n == 1) return 0;
-  const int period = 2 * (n - 1);
-  int m = i % period;
-  if (m < 0) m += period;
-  return m < n ? m : period - m;
-}
 
 // Seed 003's L1 patch kernel: G(0) = sqrt(2), G(k) = 1/|k|.
 __device__ __forceinline__ float l1_kernel(int kx, int ky, int kz) {
