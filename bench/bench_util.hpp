@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
@@ -57,6 +58,12 @@ inline ctd::Volume phantom(const ctd::Dims& dims, float noise_sigma = 25.0f) {
         v.view()(x, y, z) = value + noise(rng);
       }
   return v;
+}
+
+inline double max_abs_difference(const ctd::Volume& a, const ctd::Volume& b) {
+  double m = 0;
+  for (std::int64_t i = 0; i < a.size(); ++i) m = std::max(m, double(std::fabs(a.data()[i] - b.data()[i])));
+  return m;
 }
 
 struct Record {

@@ -39,18 +39,6 @@ Timed time_filter(const ctd::Volume& in, ctd::Volume& out, const ctd::BilateralP
   return {bench::median(kernel), bench::median(e2e), run};
 }
 
-double max_abs(const ctd::Volume& a, const ctd::Volume& b) {
-  double m = 0;
-  for (std::int64_t i = 0; i < a.size(); ++i) m = std::max(m, double(std::fabs(a.data()[i] - b.data()[i])));
-  return m;
-}
-
-double psnr(const ctd::Volume& a, const ctd::Volume& b, double range) {
-  double se = 0;
-  for (std::int64_t i = 0; i < a.size(); ++i) se += std::pow(double(a.data()[i]) - b.data()[i], 2);
-  return 10 * std::log10(range * range / (se / double(a.size())));
-}
-
 double value_range(const ctd::Volume& v) {
   const auto [lo, hi] = std::minmax_element(v.data(), v.data() + v.size());
   return double(*hi) - *lo;
@@ -132,7 +120,7 @@ int main(int argc, char** argv) {
         naive_ms = t.kernel_ms;
         naive_out = std::move(out);
       } else {
-        r.max_abs_error = max_abs(out, naive_out);
+        r.max_abs_error = bench::max_abs_difference(out, naive_out);
         r.error_against = "naive";
       }
       r.speedup_vs_naive = naive_ms / t.kernel_ms;
@@ -171,7 +159,7 @@ int main(int argc, char** argv) {
         ctd::ExecContext cuda;
         cuda.device = ctd::Device::Cuda;
         const auto exact_run = ctd::bilateral(in.view(), exact_out.view(), p, cuda);
-        r.psnr_db = psnr(out, exact_out, range);
+        r.psnr_db = ctd::psnr(exact_out.view(), out.view(), range);
         fmt::print("  exact fused for the PSNR: {:.1f} ms\n", exact_run.details.at("kernel_ms"));
       }
       fmt::print("{:<10} {:<12} {:>10.3f} ms kernel {:>10.3f} ms e2e  {}  {:.1f} dB\n", r.setting, r.variant, r.kernel_ms,
@@ -227,7 +215,7 @@ int main(int argc, char** argv) {
           ctd::bilateral(volume.v.view(), exact_out.view(), p, cuda);
           p.algorithm = ctd::BilateralAlgorithm::Compressive;
           const auto run = ctd::bilateral(volume.v.view(), approx.view(), p, cuda);
-          md += fmt::format(" {:.1f} dB (M {}) |", psnr(approx, exact_out, value_range(volume.v)), run.details.at("terms"));
+          md += fmt::format(" {:.1f} dB (M {}) |", ctd::psnr(exact_out.view(), approx.view(), value_range(volume.v)), run.details.at("terms"));
         }
         md += "\n";
         fmt::print("{} sigma_s {} done\n", volume.name, sigma);

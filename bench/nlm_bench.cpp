@@ -160,9 +160,7 @@ int main(int argc, char** argv) {
       r.end_to_end_ms = bench::median(e2e);
       const ctd::Volume* reference = s.check_cpu ? &cpu : (naive_out.size() ? &naive_out : nullptr);
       if (reference) {
-        double m = 0;
-        for (std::int64_t i = 0; i < out.size(); ++i) m = std::max(m, double(std::fabs(out.data()[i] - reference->data()[i])));
-        r.max_abs_error = m;
+        r.max_abs_error = bench::max_abs_difference(out, *reference);
         r.error_against = s.check_cpu ? "cpu" : "naive";
       }
       if (variant == ctd::NlmAlgorithm::Naive) {

@@ -325,11 +325,13 @@ void compressive_device(const float* d_in, float* d_out, const Dims& dims, const
     p.lo = lo;
     p.inv_period = float(1.0 / settings.period);
     const double step = mm ? params.spacing[axis] : 1.0;
-    double total = 0;
-    for (int i = -p.radius; i <= p.radius; ++i) total += std::exp(-(i * step) * (i * step) / (2.0 * params.sigma_spatial * params.sigma_spatial));
+    std::vector<double> taps;
     for (int i = -p.radius; i <= p.radius; ++i) {
-      p.g[i + p.radius] = float(std::exp(-(i * step) * (i * step) / (2.0 * params.sigma_spatial * params.sigma_spatial)) / total);
+      taps.push_back(std::exp(-(i * step) * (i * step) / (2.0 * params.sigma_spatial * params.sigma_spatial)));
     }
+    double total = 0;
+    for (double t : taps) total += t;
+    for (std::size_t i = 0; i < taps.size(); ++i) p.g[i] = float(taps[i] / total);  // sums to 1: G 1 = 1
   }
   auto launch = [&](auto kernel, const void* in, float4* out, PassParams p) {
     const int n_axis = p.axis == 0 ? p.nx : p.axis == 1 ? p.ny : p.nz;

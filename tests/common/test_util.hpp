@@ -153,6 +153,15 @@ inline std::filesystem::path shared_data() {
 #define CTD_REQUIRE_SHARED_DATA()                                                                    \
   if (testing_util::shared_data().empty()) GTEST_SKIP() << "no real CT data at " CTD_TEST_DATA_DIR
 
+// PSNR of `approx` against `exact` over `range`, in dB (999 when identical); the tests' own,
+// independent of ctd::psnr.
+inline double psnr(const ctd::Volume& exact, const ctd::Volume& approx, double range) {
+  double se = 0;
+  for (std::int64_t i = 0; i < exact.size(); ++i) se += std::pow(double(exact.data()[i]) - approx.data()[i], 2);
+  const double rmse = std::sqrt(se / double(exact.size()));
+  return rmse == 0 ? 999.0 : 20 * std::log10(range / rmse);
+}
+
 // Test name from a parameter's `name` field, for INSTANTIATE_TEST_SUITE_P.
 struct CaseName {
   template <class P>

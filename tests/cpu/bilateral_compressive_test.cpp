@@ -9,12 +9,7 @@
 
 namespace {
 
-double psnr(const ctd::Volume& exact, const ctd::Volume& approx, double range) {
-  double se = 0;
-  for (std::int64_t i = 0; i < exact.size(); ++i) se += std::pow(double(exact.data()[i]) - approx.data()[i], 2);
-  const double rmse = std::sqrt(se / double(exact.size()));
-  return rmse == 0 ? 999.0 : 20 * std::log10(range / rmse);
-}
+using testing_util::psnr;
 
 struct Case {
   const char* name;

@@ -71,12 +71,6 @@ TEST_P(BilateralCuda, EveryExactVariantMatchesTheReference) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, BilateralCuda, ::testing::ValuesIn(kCases), testing_util::case_name);
 
-double psnr_over_range(const ctd::Volume& a, const ctd::Volume& b, double range) {
-  double se = 0;
-  for (std::int64_t i = 0; i < a.size(); ++i) se += std::pow(double(a.data()[i]) - b.data()[i], 2);
-  return 10 * std::log10(range * range / (se / double(a.size())));
-}
-
 // Seed 002's accuracy: the compressive filter on CUDA reaches the requested PSNR against the exact
 // filter, on adversarial uniform noise over the range and on structured data, 2D and 3D.
 TEST(BilateralCudaCompressive, ReachesTheRequestedAccuracyAgainstTheExactFilter) {
@@ -102,7 +96,7 @@ TEST(BilateralCudaCompressive, ReachesTheRequestedAccuracyAgainstTheExactFilter)
       const ctd::Volume exact = run_cuda(in, p);
       p.algorithm = ctd::BilateralAlgorithm::Compressive;
       const ctd::Volume approximate = run_cuda(in, p);
-      EXPECT_GE(psnr_over_range(approximate, exact, range), s.accuracy_db)
+      EXPECT_GE(testing_util::psnr(exact, approximate, range), s.accuracy_db)
           << s.dims.nx << "x" << s.dims.ny << "x" << s.dims.nz << " sigma_s " << s.sigma_spatial << " sigma_r "
           << s.sigma_range_fraction << " pattern " << pattern;
       // The CPU compressive filter computes the same series: the two agree far beyond the request.
@@ -110,7 +104,7 @@ TEST(BilateralCudaCompressive, ReachesTheRequestedAccuracyAgainstTheExactFilter)
       ctd::ExecContext context;
       context.device = ctd::Device::Cpu;
       ctd::bilateral(in.view(), cpu.view(), p, context);
-      EXPECT_GE(psnr_over_range(approximate, cpu, range), s.accuracy_db + 10);
+      EXPECT_GE(testing_util::psnr(cpu, approximate, range), s.accuracy_db + 10);
     }
   }
 }
@@ -130,7 +124,7 @@ TEST(BilateralCudaCompressive, LargeSigmaAgreesWithTheCpu) {
   ctd::ExecContext context;
   context.device = ctd::Device::Cpu;
   ctd::bilateral(in.view(), cpu.view(), p, context);
-  EXPECT_GE(psnr_over_range(gpu, cpu, double(*hi) - *lo), 60.0);
+  EXPECT_GE(testing_util::psnr(cpu, gpu, double(*hi) - *lo), 60.0);
 }
 
 TEST(BilateralCudaProperties, BitIdenticalRerunsAndCloseToCpu) {
