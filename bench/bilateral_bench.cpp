@@ -4,7 +4,7 @@
 // is the library's CUDA-event time around the kernels (FilterRun details "kernel_ms"; median after
 // warm-up); end-to-end is the host call (upload, filter, download).
 //
-//   bilateral_bench [--quick] [--json FILE] [--markdown FILE] [--psnr FILE]
+//   bilateral_bench [--quick] [--json FILE] [--markdown FILE] [--psnr FILE] [--only NAME]
 
 #include "bench_util.hpp"
 
@@ -60,15 +60,16 @@ bool read_raw(const std::string& path, std::size_t bytes, std::vector<char>& dat
 
 int main(int argc, char** argv) {
   bool quick = false;
-  std::string json_path, markdown_path, psnr_path;
+  std::string json_path, markdown_path, psnr_path, only;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--quick") quick = true;
     else if (a == "--json" && i + 1 < argc) json_path = argv[++i];
     else if (a == "--markdown" && i + 1 < argc) markdown_path = argv[++i];
     else if (a == "--psnr" && i + 1 < argc) psnr_path = argv[++i];
+    else if (a == "--only" && i + 1 < argc) only = argv[++i];
     else {
-      fmt::print(stderr, "usage: bilateral_bench [--quick] [--json FILE] [--markdown FILE] [--psnr FILE]\n");
+      fmt::print(stderr, "usage: bilateral_bench [--quick] [--json FILE] [--markdown FILE] [--psnr FILE] [--only NAME]\n");
       return 2;
     }
   }
@@ -94,7 +95,7 @@ int main(int argc, char** argv) {
                        {size, size, 1}, window / 2, false});
     }
   for (const Exact& s : exact) {
-    if (quick && !s.quick) continue;
+    if ((quick && !s.quick) || (!only.empty() && s.name != only)) continue;
     const ctd::Volume in = bench::phantom(s.dims);
     ctd::BilateralParams p;
     p.radius = std::array<int, 3>{s.radius, s.radius, s.radius};
@@ -132,12 +133,13 @@ int main(int argc, char** argv) {
   }
 
   // B4 and seed 002's sigma_s sweep at 512^3: the compressive filter at 50 dB, sigma_r 10% of the range.
-  {
+  if (only.empty() || only == "B4" || only.rfind("S002", 0) == 0) {
     const ctd::Dims dims{512, 512, 512};
     const ctd::Volume in = bench::phantom(dims);
     const double range = value_range(in);
     for (int sigma : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}) {
-      if (quick && sigma != 10) continue;
+      const std::string name = sigma == 10 ? "B4" : fmt::format("S002-s{}", sigma);
+      if ((quick && sigma != 10) || (!only.empty() && name != only)) continue;
       ctd::BilateralParams p;
       p.sigma_spatial = float(sigma);
       p.sigma_range = float(0.1 * range);
@@ -145,7 +147,7 @@ int main(int argc, char** argv) {
       ctd::Volume out(dims);
       const Timed t = time_filter(in, out, p);
       bench::Record r;
-      r.setting = sigma == 10 ? "B4" : fmt::format("S002-s{}", sigma);
+      r.setting = name;
       r.source = sigma == 10 ? "BENCH B4 (seed 002)" : "seed 002 sigma_s sweep";
       r.variant = "compressive";
       r.dims = dims;

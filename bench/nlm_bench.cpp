@@ -4,7 +4,7 @@
 // the exp floor (one exp per unordered pair at 3.78e12 exp/s), and the error against the CPU
 // backend (or the naive kernel where the CPU would take too long).
 //
-//   nlm_bench [--quick] [--json FILE] [--markdown FILE] [--only NAME]
+//   nlm_bench [--quick] [--json FILE] [--markdown FILE] [--only NAME] [--variants a,b,...]
 
 #include "bench_util.hpp"
 
@@ -70,15 +70,16 @@ double unordered_pairs(const ctd::Dims& d, int rs) {
 
 int main(int argc, char** argv) {
   bool quick = false;
-  std::string json_path, markdown_path, only;
+  std::string json_path, markdown_path, only, variants;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--quick") quick = true;
     else if (a == "--json" && i + 1 < argc) json_path = argv[++i];
     else if (a == "--markdown" && i + 1 < argc) markdown_path = argv[++i];
     else if (a == "--only" && i + 1 < argc) only = argv[++i];
+    else if (a == "--variants" && i + 1 < argc) variants = "," + std::string(argv[++i]) + ",";
     else {
-      fmt::print(stderr, "usage: nlm_bench [--quick] [--json FILE] [--markdown FILE] [--only NAME]\n");
+      fmt::print(stderr, "usage: nlm_bench [--quick] [--json FILE] [--markdown FILE] [--only NAME] [--variants a,b,...]\n");
       return 2;
     }
   }
@@ -121,6 +122,7 @@ int main(int argc, char** argv) {
       const bool per_voxel_loops = variant == ctd::NlmAlgorithm::Naive || variant == ctd::NlmAlgorithm::Tiled ||
                                    variant == ctd::NlmAlgorithm::ZSlide;
       if (per_voxel_loops && !s.run_naive) continue;
+      if (!variants.empty() && variants.find(fmt::format(",{},", ctd::to_string(variant))) == std::string::npos) continue;
       if (variant == ctd::NlmAlgorithm::ZSlide && s.dims.is_2d()) continue;
       p.algorithm = variant;
       bench::Record r;

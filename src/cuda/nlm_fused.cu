@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <string>
+#include <type_traits>
 
 namespace ctd::cuda {
 namespace {
@@ -95,21 +96,6 @@ __device__ __forceinline__ void patch_sums(const float (&e)[N + 2 * RP], float (
   }
 }
 
-__device__ __forceinline__ float l2_weight(float distance, const KernelParams& k) {
-  return __expf(-fmaxf(fmaf(distance, k.inv_norm, -k.bias), 0.0f) * k.inv_h2);
-}
-
-// The displacements with index begin .. end - 1 of the window (x fastest), skipping the centre;
-// part `part` of `parts` contiguous ranges.
-struct Displacements {
-  int wx, count, centre, end, begin;
-  __device__ Displacements(const KernelParams& k, int part, int parts)
-      : wx(2 * k.rs + 1), count(wx * wx * (2 * k.rsz + 1)), centre(count / 2),
-        end(int((long long)count * (part + 1) / parts)), begin(int((long long)count * part / parts)) {}
-  __device__ int first() const { return begin == centre ? begin + 1 : begin; }
-  __device__ int next(int i) const { return i + 1 == centre ? i + 2 : i + 1; }
-};
-
 // Partial sums of one range of displacements: [part][sum, weight sum, weight max][voxel].
 struct Partials {
   float* data;  // null: one range, write the output directly
@@ -143,9 +129,31 @@ __global__ void combine_partials_kernel(const float* __restrict__ u, Partials pa
   out[i] = finish(sum, weight_sum, weight_max, u[i], k);
 }
 
-template <int RP, bool UNIFORM>
-__global__ void __launch_bounds__(kThreads) nlm_slide2d_kernel(const float* __restrict__ u, float* __restrict__ out,
-                                                               KernelParams k, Partials partials) {
+// Per-output accumulators of one thread; the running maximum only where the centre weight needs it.
+template <int N, bool CENTRE_MAX>
+struct Accumulators {
+  float sum[N], weight_sum[N], weight_max[N];
+  __device__ Accumulators() {
+#pragma unroll
+    for (int t = 0; t < N; ++t) sum[t] = weight_sum[t] = weight_max[t] = 0.0f;
+  }
+  __device__ __forceinline__ void add(int t, float w, float q) {
+    sum[t] = fmaf(w, q, sum[t]);
+    weight_sum[t] += w;
+    if constexpr (CENTRE_MAX) weight_max[t] = fmaxf(weight_max[t], w);
+  }
+};
+
+// Whether every displacement of the window stays inside the volume for every voxel of the tile:
+// such blocks (most of them) skip the per-pair border test.
+__device__ __forceinline__ bool window_inside(const KernelParams& k, int x0, int y0, int z0, int tx, int ty, int tz) {
+  return x0 >= k.rs && x0 + tx + k.rs <= k.nx && y0 >= k.rs && y0 + ty + k.rs <= k.ny && z0 >= k.rsz &&
+         z0 + tz + k.rsz <= k.nz;
+}
+
+template <int RP, bool UNIFORM, bool CENTRE_MAX>
+__global__ void __launch_bounds__(kThreads, 3) nlm_slide2d_kernel(const float* __restrict__ u, float* __restrict__ out,
+                                                                  KernelParams k, Partials partials) {
   constexpr int kRowsA = kTy2 + 2 * RP, kRunA = kChunk2 + 2 * RP, kRunB = kRy2 + 2 * RP;
   static_assert((kTx2 / kChunk2) * kRowsA <= kThreads, "pass A: one run per thread");
   extern __shared__ float shared[];
@@ -168,14 +176,12 @@ __global__ void __launch_bounds__(kThreads) nlm_slide2d_kernel(const float* __re
   // Pass B: column cb, tile rows gb * 8 ... gb * 8 + 7.
   const int cb = tid % kTx2, gb = tid / kTx2;
   const int x = x0 + cb, yb = y0 + gb * kRy2;
-  float sum[kRy2], weight_sum[kRy2], weight_max[kRy2];
-#pragma unroll
-  for (int t = 0; t < kRy2; ++t) sum[t] = weight_sum[t] = weight_max[t] = 0.0f;
+  const float* q_base = U + (l.a + gb * kRy2) * l.sx + l.a + cb;
+  Accumulators<kRy2, CENTRE_MAX> acc;
+  const bool inside = window_inside(k, x0, y0, 0, kTx2, kTy2, 0);
 
-  const Displacements window(k, blockIdx.z, gridDim.z);
-  auto pass_a = [&](int index, float* Hx) {
+  auto pass_a = [&](int dx, int dy, float* Hx) {
     if (!a_active) return;
-    const int dy = index / window.wx - k.rs, dx = index % window.wx - k.rs;
     const float* shifted = U + a_base + dy * l.sx + dx;
     float e[kRunA];
 #pragma unroll
@@ -189,35 +195,37 @@ __global__ void __launch_bounds__(kThreads) nlm_slide2d_kernel(const float* __re
 #pragma unroll
     for (int m = 0; m < kChunk2 / 4; ++m) dst[m] = make_float4(h[4 * m], h[4 * m + 1], h[4 * m + 2], h[4 * m + 3]);
   };
-  auto pass_b = [&](int index, const float* Hx) {
-    const int dy = index / window.wx - k.rs, dx = index % window.wx - k.rs;
-    if (x + dx < 0 || x + dx >= k.nx) return;  // q outside for the whole column
+  auto pass_b = [&](int dx, int dy, const float* Hx, auto check_border) {
+    constexpr bool kCheck = decltype(check_border)::value;
+    if (kCheck && (x + dx < 0 || x + dx >= k.nx)) return;  // q outside for the whole column
     float column[kRunB];
 #pragma unroll
     for (int j = 0; j < kRunB; ++j) column[j] = Hx[(gb * kRy2 + j) * kHs2 + cb];
     float distance[kRy2];
     patch_sums<RP, kRy2, UNIFORM>(column, distance, k.g);
-    const float* q = U + (l.a + gb * kRy2 + dy) * l.sx + l.a + cb + dx;
+    const float* q = q_base + dy * l.sx + dx;
 #pragma unroll
     for (int t = 0; t < kRy2; ++t) {
-      if (yb + t + dy < 0 || yb + t + dy >= k.ny) continue;
-      const float w = l2_weight(distance[t], k);
-      sum[t] = fmaf(w, q[t * l.sx], sum[t]);
-      weight_sum[t] += w;
-      weight_max[t] = fmaxf(weight_max[t], w);
+      float w = l2_weight(distance[t], k);
+      if (kCheck && unsigned(yb + t + dy) >= unsigned(k.ny)) w = 0.0f;
+      acc.add(t, w, q[t * l.sx]);
     }
   };
 
-  int current = window.first(), buffer = 0;
-  if (current < window.end) pass_a(current, H);
+  // Pass A runs one displacement ahead of pass B, into the other half of the double buffer.
+  WindowWalk walk(k, blockIdx.z, gridDim.z);
+  if (walk.left > 0) pass_a(walk.dx, walk.dy, H);
   __syncthreads();
-  while (current < window.end) {
-    const int following = window.next(current);
-    if (following < window.end) pass_a(following, H + (buffer ^ 1) * hbuf);
-    pass_b(current, H + buffer * hbuf);
+  for (int buffer = 0; walk.left > 0; buffer ^= 1) {
+    const int dx = walk.dx, dy = walk.dy;
+    walk.step();
+    if (walk.left > 0) pass_a(walk.dx, walk.dy, H + (buffer ^ 1) * hbuf);
+    if (inside) {
+      pass_b(dx, dy, H + buffer * hbuf, std::false_type{});
+    } else {
+      pass_b(dx, dy, H + buffer * hbuf, std::true_type{});
+    }
     __syncthreads();
-    buffer ^= 1;
-    current = following;
   }
 
   if (x >= k.nx) return;
@@ -225,16 +233,15 @@ __global__ void __launch_bounds__(kThreads) nlm_slide2d_kernel(const float* __re
   for (int t = 0; t < kRy2; ++t) {
     const int y = yb + t;
     if (y < k.ny) {
-      const float centre = U[(l.a + gb * kRy2 + t) * l.sx + l.a + cb];
-      store_result(out, partials, (long long)k.nx * k.ny, (long long)y * k.nx + x, sum[t], weight_sum[t], weight_max[t],
-                   centre, k);
+      store_result(out, partials, (long long)k.nx * k.ny, (long long)y * k.nx + x, acc.sum[t], acc.weight_sum[t],
+                   acc.weight_max[t], q_base[t * l.sx], k);
     }
   }
 }
 
-template <int RP, bool UNIFORM>
-__global__ void __launch_bounds__(kThreads) nlm_slide3d_kernel(const float* __restrict__ u, float* __restrict__ out,
-                                                               KernelParams k, Partials /*one range in 3D*/) {
+template <int RP, bool UNIFORM, bool CENTRE_MAX>
+__global__ void __launch_bounds__(kThreads, 2) nlm_slide3d_kernel(const float* __restrict__ u, float* __restrict__ out,
+                                                                  KernelParams k, Partials /*one range in 3D*/) {
   constexpr int kRowsY = kTy3 + 2 * RP, kPlanes = kTz3 + 2 * RP, kRunA = kTx3 + 2 * RP;
   static_assert(kRowsY * kPlanes <= kThreads, "pass A: one row per thread");
   extern __shared__ float shared[];
@@ -258,20 +265,12 @@ __global__ void __launch_bounds__(kThreads) nlm_slide3d_kernel(const float* __re
   // Pass C: column (xc, yc) along z.
   const int xc = tid % kTx3, yc = tid / kTx3;
   const int x = x0 + xc, y = y0 + yc;
-  float sum[kTz3], weight_sum[kTz3], weight_max[kTz3];
-#pragma unroll
-  for (int t = 0; t < kTz3; ++t) sum[t] = weight_sum[t] = weight_max[t] = 0.0f;
+  const float* q_base = U + l.az * plane + (l.a + yc) * l.sx + l.a + xc;
+  Accumulators<kTz3, CENTRE_MAX> acc;
+  const bool inside = window_inside(k, x0, y0, z0, kTx3, kTy3, kTz3);
 
-  const Displacements window(k, 0, 1);
-  auto shift_of = [&](int index, int& dx, int& dy, int& dz) {
-    dx = index % window.wx - k.rs;
-    dy = (index / window.wx) % window.wx - k.rs;
-    dz = index / (window.wx * window.wx) - k.rsz;
-  };
-  auto pass_a = [&](int index) {
+  auto pass_a = [&](int dx, int dy, int dz) {
     if (!a_active) return;
-    int dx, dy, dz;
-    shift_of(index, dx, dy, dz);
     const float* shifted = U + a_base + dz * plane + dy * l.sx + dx;
     float e[kRunA];
 #pragma unroll
@@ -297,37 +296,38 @@ __global__ void __launch_bounds__(kThreads) nlm_slide3d_kernel(const float* __re
       for (int t = 0; t < kTy3; ++t) Hxy[(zb * kTy3 + t) * kTx3 + xb] = h[t];
     }
   };
-  auto pass_c = [&](int index) {
-    int dx, dy, dz;
-    shift_of(index, dx, dy, dz);
-    if (x + dx < 0 || x + dx >= k.nx || y + dy < 0 || y + dy >= k.ny) return;
+  auto pass_c = [&](int dx, int dy, int dz, auto check_border) {
+    constexpr bool kCheck = decltype(check_border)::value;
+    if (kCheck && (x + dx < 0 || x + dx >= k.nx || y + dy < 0 || y + dy >= k.ny)) return;
     float column[kPlanes];
 #pragma unroll
     for (int j = 0; j < kPlanes; ++j) column[j] = Hxy[(j * kTy3 + yc) * kTx3 + xc];
     float distance[kTz3];
     patch_sums<RP, kTz3, UNIFORM>(column, distance, k.g);
-    const float* q = U + (l.az + dz) * plane + (l.a + yc + dy) * l.sx + l.a + xc + dx;
+    const float* q = q_base + dz * plane + dy * l.sx + dx;
 #pragma unroll
     for (int t = 0; t < kTz3; ++t) {
-      if (z0 + t + dz < 0 || z0 + t + dz >= k.nz) continue;
-      const float w = l2_weight(distance[t], k);
-      sum[t] = fmaf(w, q[t * plane], sum[t]);
-      weight_sum[t] += w;
-      weight_max[t] = fmaxf(weight_max[t], w);
+      float w = l2_weight(distance[t], k);
+      if (kCheck && unsigned(z0 + t + dz) >= unsigned(k.nz)) w = 0.0f;
+      acc.add(t, w, q[t * plane]);
     }
   };
 
   // Hazards: pass A of the next d writes Hx, read by pass B before the barrier in between; pass B
   // writes Hxy, read by pass C of the previous d before the barrier after pass A.
-  int current = window.first();
-  pass_a(current);
+  WindowWalk walk(k, 0, 1);
+  pass_a(walk.dx, walk.dy, walk.dz);
   __syncthreads();
-  while (current < window.count) {
+  while (walk.left > 0) {
     pass_b();
     __syncthreads();
-    pass_c(current);
-    current = window.next(current);
-    if (current < window.count) pass_a(current);
+    if (inside) {
+      pass_c(walk.dx, walk.dy, walk.dz, std::false_type{});
+    } else {
+      pass_c(walk.dx, walk.dy, walk.dz, std::true_type{});
+    }
+    walk.step();
+    if (walk.left > 0) pass_a(walk.dx, walk.dy, walk.dz);
     __syncthreads();
   }
 
@@ -336,8 +336,8 @@ __global__ void __launch_bounds__(kThreads) nlm_slide3d_kernel(const float* __re
   for (int t = 0; t < kTz3; ++t) {
     const int z = z0 + t;
     if (z < k.nz) {
-      const float centre = U[(l.az + t) * plane + (l.a + yc) * l.sx + l.a + xc];
-      out[((long long)z * k.ny + y) * k.nx + x] = finish(sum[t], weight_sum[t], weight_max[t], centre, k);
+      out[((long long)z * k.ny + y) * k.nx + x] =
+          finish(acc.sum[t], acc.weight_sum[t], acc.weight_max[t], q_base[t * plane], k);
     }
   }
 }
@@ -372,6 +372,9 @@ void launch_radius(const float* in, float* out, float* workspace, const KernelPa
   const Partials partials{parts > 1 ? workspace : nullptr, parts};
   auto go = [&](auto kernel, dim3 grid) {
     CTD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+    // As much shared memory as the SM has: several blocks of ~45 KB (2D) or ~100 KB (3D) per SM.
+    CTD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                        int(cudaSharedmemCarveoutMaxShared)));
     kernel<<<grid, kThreads, bytes, stream>>>(in, out, k, partials);
     CTD_CUDA_CHECK_LAUNCH();
     if (partials.data) {
@@ -380,24 +383,26 @@ void launch_radius(const float* in, float* out, float* workspace, const KernelPa
       CTD_CUDA_CHECK_LAUNCH();
     }
   };
+  // One instantiation per (patch kernel, centre weight rule).
+  auto pick = [&](auto uniform_kernel, auto uniform_max, auto gaussian_kernel, auto gaussian_max, dim3 grid) {
+    if (uniform) {
+      k.centre_max ? go(uniform_max, grid) : go(uniform_kernel, grid);
+    } else {
+      k.centre_max ? go(gaussian_max, grid) : go(gaussian_kernel, grid);
+    }
+  };
   if (flat) {
     dim3 grid = tiles_2d(k);
     grid.z = unsigned(parts);
-    if (uniform) {
-      go(nlm_slide2d_kernel<RP, true>, grid);
-    } else {
-      go(nlm_slide2d_kernel<RP, false>, grid);
-    }
+    pick(nlm_slide2d_kernel<RP, true, false>, nlm_slide2d_kernel<RP, true, true>, nlm_slide2d_kernel<RP, false, false>,
+         nlm_slide2d_kernel<RP, false, true>, grid);
     return;
   }
   if constexpr (RP <= kMaxRp3) {
     const dim3 grid(unsigned((k.nx + kTx3 - 1) / kTx3), unsigned((k.ny + kTy3 - 1) / kTy3),
                     unsigned((k.nz + kTz3 - 1) / kTz3));
-    if (uniform) {
-      go(nlm_slide3d_kernel<RP, true>, grid);
-    } else {
-      go(nlm_slide3d_kernel<RP, false>, grid);
-    }
+    pick(nlm_slide3d_kernel<RP, true, false>, nlm_slide3d_kernel<RP, true, true>, nlm_slide3d_kernel<RP, false, false>,
+         nlm_slide3d_kernel<RP, false, true>, grid);
   }
 }
 
