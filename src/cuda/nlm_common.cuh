@@ -76,20 +76,25 @@ __device__ __forceinline__ float pair_weight(float distance, const KernelParams&
   return k.l1 ? __expf(-distance * k.l1_scale) : l2_weight(distance, k);
 }
 
-// Walks a contiguous part of the search window's displacements (x fastest, then y, then z),
-// skipping the centre, with no division per step: part `part` of `parts` equal ranges.
+// Walks a contiguous range of the search window's displacements, by index in the window (x
+// fastest, then y, then z), skipping the centre, with no division per step.
 struct WindowWalk {
   int dx, dy, dz;
   int left;  // displacements still to visit, the current one included
   int rs, rsz;
-  __device__ WindowWalk(const KernelParams& k, int part, int parts) : rs(k.rs), rsz(k.rsz) {
-    const int wx = 2 * k.rs + 1, count = wx * wx * (2 * k.rsz + 1), centre = count / 2;
-    const int begin = int((long long)count * part / parts), end = int((long long)count * (part + 1) / parts);
+  // Indices begin .. end - 1.
+  __device__ WindowWalk(const KernelParams& k, int begin, int end) : rs(k.rs), rsz(k.rsz) {
+    const int wx = 2 * k.rs + 1, centre = wx * wx * (2 * k.rsz + 1) / 2;
     dx = begin % wx - rs;
     dy = begin / wx % wx - rs;
     dz = begin / (wx * wx) - rsz;
-    left = end - begin - (begin <= centre && centre < end ? 1 : 0);
+    left = max(0, end - begin - (begin <= centre && centre < end ? 1 : 0));
     if ((dx | dy | dz) == 0) dx = 1;
+  }
+  // Part `part` of `parts` equal ranges of the whole window.
+  __device__ static WindowWalk part_of(const KernelParams& k, int part, int parts) {
+    const int wx = 2 * k.rs + 1, count = wx * wx * (2 * k.rsz + 1);
+    return WindowWalk(k, int((long long)count * part / parts), int((long long)count * (part + 1) / parts));
   }
   __device__ void step() {
     if (++dx > rs) {

@@ -213,7 +213,7 @@ __global__ void __launch_bounds__(kThreads, 3) nlm_slide2d_kernel(const float* _
   };
 
   // Pass A runs one displacement ahead of pass B, into the other half of the double buffer.
-  WindowWalk walk(k, blockIdx.z, gridDim.z);
+  WindowWalk walk = WindowWalk::part_of(k, blockIdx.z, gridDim.z);
   if (walk.left > 0) pass_a(walk.dx, walk.dy, H);
   __syncthreads();
   for (int buffer = 0; walk.left > 0; buffer ^= 1) {
@@ -315,7 +315,7 @@ __global__ void __launch_bounds__(kThreads, 2) nlm_slide3d_kernel(const float* _
 
   // Hazards: pass A of the next d writes Hx, read by pass B before the barrier in between; pass B
   // writes Hxy, read by pass C of the previous d before the barrier after pass A.
-  WindowWalk walk(k, 0, 1);
+  WindowWalk walk = WindowWalk::part_of(k, 0, 1);
   pass_a(walk.dx, walk.dy, walk.dz);
   __syncthreads();
   while (walk.left > 0) {
@@ -342,13 +342,229 @@ __global__ void __launch_bounds__(kThreads, 2) nlm_slide3d_kernel(const float* _
   }
 }
 
+// ---- 2D, symmetric: each unordered pair once ------------------------------------------------
+//
+// The same passes over half the search window (dy > 0, or dy = 0 and dx > 0). The weight of the
+// pair (p, p + d) goes to p in registers and to p + d in a shared accumulator S over the tile and
+// its apron (p -> p + d is one-to-one for a fixed d, so no two threads meet between barriers).
+// At the end a block writes its own sums and its S; a second kernel adds, for each voxel, its own
+// sums and the S entries of every block whose apron covers it, in a fixed order: deterministic.
+// The window is cut into parts of consecutive rows (blockIdx.z); a part's S spans its rows only.
+
+struct HalfWindowPart {
+  int begin, end;    // indices in the whole window (centre + 1 .. count - 1 for all parts)
+  int dy_lo, dy_hi;  // rows of the window it touches
+};
+
+__host__ __device__ inline HalfWindowPart half_window_part(const KernelParams& k, int part, int parts) {
+  const int wx = 2 * k.rs + 1, centre = wx * wx / 2;  // the half window has `centre` displacements
+  HalfWindowPart h{};
+  h.begin = centre + 1 + int((long long)centre * part / parts);
+  h.end = centre + 1 + int((long long)centre * (part + 1) / parts);
+  if (h.begin < h.end) {
+    h.dy_lo = h.begin / wx - k.rs;
+    h.dy_hi = (h.end - 1) / wx - k.rs;
+  }
+  return h;
+}
+
+struct SymLayout {
+  int parts, span;    // window parts; largest dy_hi - dy_lo of a part
+  int sw, sh;         // S: (tile width + 2 rs) x (tile height + span)
+  int ux, uy, sx;     // U holds the shifted rows only; row stride sx (odd)
+  int channels;       // sum, weight sum, and the running max where the centre weight needs it
+  int nbx, nby;       // tiles
+  std::size_t u_floats, h_floats, s_floats;  // s_floats: one channel
+  std::size_t bytes() const { return (u_floats + h_floats + s_floats * channels) * sizeof(float); }
+  __host__ __device__ std::size_t region_floats() const { return s_floats * channels; }  // one block's S in the workspace
+};
+
+SymLayout sym_layout(const KernelParams& k, int parts) {
+  SymLayout l{};
+  l.parts = parts;
+  for (int part = 0; part < parts; ++part) {
+    const HalfWindowPart h = half_window_part(k, part, parts);
+    l.span = std::max(l.span, h.dy_hi - h.dy_lo);
+  }
+  l.sw = kTx2 + 2 * k.rs;
+  l.sh = kTy2 + l.span;
+  l.ux = kTx2 + 2 * (k.rs + k.rp);
+  l.uy = kTy2 + 2 * k.rp + l.span;
+  l.sx = l.ux | 1;
+  l.channels = k.centre_max ? 3 : 2;
+  l.nbx = (k.nx + kTx2 - 1) / kTx2;
+  l.nby = (k.ny + kTy2 - 1) / kTy2;
+  l.u_floats = (std::size_t(l.sx) * l.uy + 3) / 4 * 4;
+  l.h_floats = 2 * std::size_t(kTy2 + 2 * k.rp) * kHs2;
+  l.s_floats = std::size_t(l.sw) * l.sh;
+  return l;
+}
+
+template <int RP, bool UNIFORM, bool CENTRE_MAX>
+__global__ void __launch_bounds__(kThreads, CENTRE_MAX ? 2 : 3) nlm_sym2d_kernel(const float* __restrict__ u, KernelParams k,
+                                                                SymLayout l, float* __restrict__ own_sums,
+                                                                float* __restrict__ regions) {
+  constexpr int kRowsA = kTy2 + 2 * RP, kRunA = kChunk2 + 2 * RP, kRunB = kRy2 + 2 * RP;
+  static_assert((kTx2 / kChunk2) * kRowsA <= kThreads, "pass A: one run per thread");
+  extern __shared__ float shared[];
+  float* U = shared;
+  float* H = U + l.u_floats;
+  float2* S = reinterpret_cast<float2*>(H + l.h_floats);                    // (sum, weight sum)
+  float* S_max = reinterpret_cast<float*>(S + l.s_floats);                  // CENTRE_MAX only
+  const int hbuf = kRowsA * kHs2;
+  const int x0 = blockIdx.x * kTx2, y0 = blockIdx.y * kTy2;
+  const HalfWindowPart part = half_window_part(k, blockIdx.z, gridDim.z);
+  const int tid = threadIdx.x;
+  {  // U: rows y0 + dy_lo - RP ..., columns x0 - rs - RP ...; S starts at zero.
+    const int ux0 = x0 - k.rs - RP, uy0 = y0 + part.dy_lo - RP;
+    for (int i = tid; i < l.ux * l.uy; i += kThreads) {
+      const int ix = i % l.ux, iy = i / l.ux;
+      U[iy * l.sx + ix] = u[(long long)mirror(uy0 + iy, k.ny) * k.nx + mirror(ux0 + ix, k.nx)];
+    }
+    for (int i = tid; i < int(l.s_floats); i += kThreads) {
+      S[i] = make_float2(0.0f, 0.0f);
+      if constexpr (CENTRE_MAX) S_max[i] = 0.0f;
+    }
+  }
+  // Pass A: row ra (tile row ra - RP), columns ca * 16 - RP ...; its own values come from global memory.
+  const bool a_active = tid < (kTx2 / kChunk2) * kRowsA;
+  const int ra = tid % kRowsA, ca = tid / kRowsA;
+  const int a_base = ra * l.sx + ca * kChunk2 + k.rs - part.dy_lo * l.sx;  // shifted run at d = (0, 0)
+  float own[kRunA];
+  {
+    const float* row = u + (long long)mirror(y0 - RP + ra, k.ny) * k.nx;
+#pragma unroll
+    for (int j = 0; j < kRunA; ++j) own[j] = a_active ? __ldg(row + mirror(x0 - RP + ca * kChunk2 + j, k.nx)) : 0.0f;
+  }
+  // Pass B: column cb, tile rows gb * 8 ... gb * 8 + 7, and their values u(p) for the mirrored contributions.
+  const int cb = tid % kTx2, gb = tid / kTx2;
+  const int x = x0 + cb, yb = y0 + gb * kRy2;
+  float centre[kRy2];
+#pragma unroll
+  for (int t = 0; t < kRy2; ++t) centre[t] = __ldg(u + (long long)mirror(yb + t, k.ny) * k.nx + mirror(x, k.nx));
+  const float* q_base = U + (gb * kRy2 + RP - part.dy_lo) * l.sx + cb + k.rs + RP;  // u(p + d) at d = (dx, dy): + dy sx + dx
+  const int s_base = (gb * kRy2 - part.dy_lo) * l.sw + cb + k.rs;                    // S(p + d): + dy sw + dx
+  Accumulators<kRy2, CENTRE_MAX> acc;
+  const bool inside = x0 >= k.rs && x0 + kTx2 + k.rs <= k.nx && y0 + kTy2 + part.dy_hi <= k.ny;
+  __syncthreads();
+
+  auto pass_a = [&](int dx, int dy, float* Hx) {
+    if (!a_active) return;
+    const float* shifted = U + a_base + dy * l.sx + dx;
+    float e[kRunA];
+#pragma unroll
+    for (int j = 0; j < kRunA; ++j) {
+      const float d = own[j] - shifted[j];
+      e[j] = d * d;
+    }
+    float h[kChunk2];
+    patch_sums<RP, kChunk2, UNIFORM>(e, h, k.g);
+    float4* dst = reinterpret_cast<float4*>(Hx + ra * kHs2 + ca * kChunk2);
+#pragma unroll
+    for (int m = 0; m < kChunk2 / 4; ++m) dst[m] = make_float4(h[4 * m], h[4 * m + 1], h[4 * m + 2], h[4 * m + 3]);
+  };
+  auto pass_b = [&](int dx, int dy, const float* Hx, auto check_border) {
+    constexpr bool kCheck = decltype(check_border)::value;
+    if (kCheck && (x >= k.nx || unsigned(x + dx) >= unsigned(k.nx))) return;  // p or q outside for the whole column
+    float column[kRunB];
+#pragma unroll
+    for (int j = 0; j < kRunB; ++j) column[j] = Hx[(gb * kRy2 + j) * kHs2 + cb];
+    float distance[kRy2];
+    patch_sums<RP, kRy2, UNIFORM>(column, distance, k.g);
+    const float* q = q_base + dy * l.sx + dx;
+    const int s = s_base + dy * l.sw + dx;
+#pragma unroll
+    for (int t = 0; t < kRy2; ++t) {
+      float w = l2_weight(distance[t], k);
+      if (kCheck && yb + t + dy >= k.ny) w = 0.0f;  // p + d below the image (or p itself: dy >= 0)
+      acc.add(t, w, q[t * l.sx]);
+      float2 mirrored = S[s + t * l.sw];
+      mirrored.x = fmaf(w, centre[t], mirrored.x);
+      mirrored.y += w;
+      S[s + t * l.sw] = mirrored;
+      if constexpr (CENTRE_MAX) S_max[s + t * l.sw] = fmaxf(S_max[s + t * l.sw], w);
+    }
+  };
+
+  WindowWalk walk(k, part.begin, part.end);
+  if (walk.left > 0) pass_a(walk.dx, walk.dy, H);
+  __syncthreads();
+  for (int buffer = 0; walk.left > 0; buffer ^= 1) {
+    const int dx = walk.dx, dy = walk.dy;
+    walk.step();
+    if (walk.left > 0) pass_a(walk.dx, walk.dy, H + (buffer ^ 1) * hbuf);
+    if (inside) {
+      pass_b(dx, dy, H + buffer * hbuf, std::false_type{});
+    } else {
+      pass_b(dx, dy, H + buffer * hbuf, std::true_type{});
+    }
+    __syncthreads();
+  }
+
+  // This block's S, then its own sums; the combine kernel adds them up.
+  float* region = regions + ((std::size_t(blockIdx.z) * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x) *
+                                l.region_floats();
+  for (int i = tid; i < int(l.s_floats); i += kThreads) {
+    region[i] = S[i].x;
+    region[l.s_floats + i] = S[i].y;
+    if constexpr (CENTRE_MAX) region[2 * l.s_floats + i] = S_max[i];
+  }
+  if (x >= k.nx) return;
+  const long long n = (long long)k.nx * k.ny;
+  float* sums = own_sums + 3 * n * blockIdx.z;
+#pragma unroll
+  for (int t = 0; t < kRy2; ++t) {
+    const long long i = (long long)(yb + t) * k.nx + x;
+    if (yb + t < k.ny) {
+      sums[i] = acc.sum[t];
+      sums[n + i] = acc.weight_sum[t];
+      sums[2 * n + i] = acc.weight_max[t];
+    }
+  }
+}
+
+__host__ __device__ inline int floor_div(int a, int b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+// Per voxel: its own sums of every part plus the S entries of every block (of every part) whose
+// apron covers it, in a fixed order.
+__global__ void sym_combine_kernel(const float* __restrict__ u, float* __restrict__ out,
+                                   const float* __restrict__ own_sums, const float* __restrict__ regions,
+                                   KernelParams k, SymLayout l) {
+  const long long n = (long long)k.nx * k.ny;
+  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const int px = int(i % k.nx), py = int(i / k.nx);
+  float sum = 0, weight_sum = 0, weight_max = 0;
+  for (int p = 0; p < l.parts; ++p) {
+    const float* own = own_sums + 3 * n * p;
+    sum += own[i];
+    weight_sum += own[n + i];
+    weight_max = fmaxf(weight_max, own[2 * n + i]);
+    const HalfWindowPart h = half_window_part(k, p, l.parts);
+    if (h.begin >= h.end) continue;
+    // Blocks with y0 + dy_lo <= py <= y0 + 31 + dy_hi and x0 - rs <= px <= x0 + 63 + rs.
+    const int by_lo = max(0, -floor_div(-(py - h.dy_hi - kTy2 + 1), kTy2)), by_hi = min(l.nby - 1, floor_div(py - h.dy_lo, kTy2));
+    const int bx_lo = max(0, -floor_div(-(px - k.rs - kTx2 + 1), kTx2)), bx_hi = min(l.nbx - 1, floor_div(px + k.rs, kTx2));
+    for (int by = by_lo; by <= by_hi; ++by) {
+      for (int bx = bx_lo; bx <= bx_hi; ++bx) {
+        const float* region = regions + ((std::size_t(p) * l.nby + by) * l.nbx + bx) * l.region_floats();
+        const int at = (py - by * kTy2 - h.dy_lo) * l.sw + px - bx * kTx2 + k.rs;
+        sum += region[at];
+        weight_sum += region[l.s_floats + at];
+        if (l.channels == 3) weight_max = fmaxf(weight_max, region[2 * l.s_floats + at]);
+      }
+    }
+  }
+  out[i] = finish(sum, weight_sum, weight_max, u[i], k);
+}
+
 dim3 tiles_2d(const KernelParams& k) {
   return dim3(unsigned((k.nx + kTx2 - 1) / kTx2), unsigned((k.ny + kTy2 - 1) / kTy2));
 }
 
 // Ranges of the search window for a 2D image: enough blocks for about four per SM, each range
 // keeping at least 64 displacements. 3D volumes fill the GPU with tiles.
-int window_parts(const KernelParams& k) {
+int window_parts(const KernelParams& k, int displacements) {
   if (k.rsz != 0) return 1;
   static const int sms = [] {
     int device = 0, count = 0;
@@ -358,65 +574,99 @@ int window_parts(const KernelParams& k) {
   }();
   const dim3 tiles = tiles_2d(k);
   const long long blocks = (long long)tiles.x * tiles.y;
-  const int displacements = (2 * k.rs + 1) * (2 * k.rs + 1);
   const long long wanted = (4LL * sms + blocks - 1) / blocks;
   return int(std::max(1LL, std::min<long long>(wanted, displacements / 64)));
+}
+
+int full_window_parts(const KernelParams& k) { return window_parts(k, (2 * k.rs + 1) * (2 * k.rs + 1)); }
+
+// The symmetric 2D kernel where its shared memory leaves room for two blocks per SM (search
+// radius up to about 45); beyond, the one-sided kernel.
+constexpr std::size_t kSymMaxBytes = 113 * 1024;
+
+bool symmetric(const KernelParams& k, SymLayout* layout = nullptr) {
+  if (k.rsz != 0 || k.rs == 0) return false;
+  const SymLayout l = sym_layout(k, window_parts(k, (2 * k.rs + 1) * (2 * k.rs + 1) / 2));
+  if (layout) *layout = l;
+  return l.bytes() <= kSymMaxBytes;
+}
+
+// As much shared memory as the SM has: several blocks of 45-110 KB per SM.
+template <typename Kernel>
+void set_shared_bytes(Kernel kernel, std::size_t bytes) {
+  CTD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+  CTD_CUDA_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, int(cudaSharedmemCarveoutMaxShared)));
 }
 
 template <int RP>
 void launch_radius(const float* in, float* out, float* workspace, const KernelParams& k, bool uniform,
                    cudaStream_t stream) {
+  const long long n = (long long)k.nx * k.ny * k.nz;
+  // One instantiation per (patch kernel, centre weight rule).
+  auto pick = [&](auto uniform_kernel, auto uniform_max, auto gaussian_kernel, auto gaussian_max) {
+    if (uniform) return k.centre_max ? uniform_max : uniform_kernel;
+    return k.centre_max ? gaussian_max : gaussian_kernel;
+  };
+  SymLayout sym{};
+  if (symmetric(k, &sym)) {
+    auto kernel = pick(nlm_sym2d_kernel<RP, true, false>, nlm_sym2d_kernel<RP, true, true>,
+                       nlm_sym2d_kernel<RP, false, false>, nlm_sym2d_kernel<RP, false, true>);
+    set_shared_bytes(kernel, sym.bytes());
+    float* own_sums = workspace;
+    float* regions = workspace + 3 * n * sym.parts;
+    kernel<<<dim3(unsigned(sym.nbx), unsigned(sym.nby), unsigned(sym.parts)), kThreads, sym.bytes(), stream>>>(
+        in, k, sym, own_sums, regions);
+    CTD_CUDA_CHECK_LAUNCH();
+    sym_combine_kernel<<<unsigned((n + 255) / 256), 256, 0, stream>>>(in, out, own_sums, regions, k, sym);
+    CTD_CUDA_CHECK_LAUNCH();
+    return;
+  }
   const bool flat = k.rsz == 0;
   const std::size_t bytes = slide_layout(k).bytes();
-  const int parts = window_parts(k);
+  const int parts = full_window_parts(k);
   const Partials partials{parts > 1 ? workspace : nullptr, parts};
   auto go = [&](auto kernel, dim3 grid) {
-    CTD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
-    // As much shared memory as the SM has: several blocks of ~45 KB (2D) or ~100 KB (3D) per SM.
-    CTD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                        int(cudaSharedmemCarveoutMaxShared)));
+    set_shared_bytes(kernel, bytes);
     kernel<<<grid, kThreads, bytes, stream>>>(in, out, k, partials);
     CTD_CUDA_CHECK_LAUNCH();
     if (partials.data) {
-      const long long n = (long long)k.nx * k.ny * k.nz;
       combine_partials_kernel<<<unsigned((n + 255) / 256), 256, 0, stream>>>(in, partials, out, k);
       CTD_CUDA_CHECK_LAUNCH();
-    }
-  };
-  // One instantiation per (patch kernel, centre weight rule).
-  auto pick = [&](auto uniform_kernel, auto uniform_max, auto gaussian_kernel, auto gaussian_max, dim3 grid) {
-    if (uniform) {
-      k.centre_max ? go(uniform_max, grid) : go(uniform_kernel, grid);
-    } else {
-      k.centre_max ? go(gaussian_max, grid) : go(gaussian_kernel, grid);
     }
   };
   if (flat) {
     dim3 grid = tiles_2d(k);
     grid.z = unsigned(parts);
-    pick(nlm_slide2d_kernel<RP, true, false>, nlm_slide2d_kernel<RP, true, true>, nlm_slide2d_kernel<RP, false, false>,
-         nlm_slide2d_kernel<RP, false, true>, grid);
+    go(pick(nlm_slide2d_kernel<RP, true, false>, nlm_slide2d_kernel<RP, true, true>, nlm_slide2d_kernel<RP, false, false>,
+            nlm_slide2d_kernel<RP, false, true>),
+       grid);
     return;
   }
   if constexpr (RP <= kMaxRp3) {
     const dim3 grid(unsigned((k.nx + kTx3 - 1) / kTx3), unsigned((k.ny + kTy3 - 1) / kTy3),
                     unsigned((k.nz + kTz3 - 1) / kTz3));
-    pick(nlm_slide3d_kernel<RP, true, false>, nlm_slide3d_kernel<RP, true, true>, nlm_slide3d_kernel<RP, false, false>,
-         nlm_slide3d_kernel<RP, false, true>, grid);
+    go(pick(nlm_slide3d_kernel<RP, true, false>, nlm_slide3d_kernel<RP, true, true>, nlm_slide3d_kernel<RP, false, false>,
+            nlm_slide3d_kernel<RP, false, true>),
+       grid);
   }
 }
 
 }  // namespace
 
 std::size_t nlm_slide_workspace_floats(const KernelParams& k) {
-  const int parts = window_parts(k);
-  return parts > 1 ? std::size_t(parts) * 3 * k.nx * k.ny * k.nz : 0;
+  const std::size_t n = std::size_t(k.nx) * k.ny * k.nz;
+  SymLayout sym{};
+  if (symmetric(k, &sym)) return sym.parts * (3 * n + std::size_t(sym.nbx) * sym.nby * sym.region_floats());
+  const int parts = full_window_parts(k);
+  return parts > 1 ? parts * 3 * n : 0;
 }
 
 std::size_t nlm_slide_shared_bytes(const KernelParams& k, bool /*uniform_patch*/) {
   if (k.l1 || k.rp < 1) return 0;
   if (k.rp > (k.rsz == 0 ? kMaxRp2 : kMaxRp3)) return 0;
-  return slide_layout(k).bytes();
+  SymLayout sym{};
+  return symmetric(k, &sym) ? sym.bytes() : slide_layout(k).bytes();
 }
 
 void nlm_slide_launch(const float* in, float* out, float* workspace, const KernelParams& k, bool uniform_patch,

@@ -45,6 +45,8 @@ const Case kCases[] = {
     {"3D N4-like radii", {23, 13, 7}, 4, 2},
     {"2D several tiles each way", {130, 70, 1}, 4, 3},
     {"2D split search window", {90, 50, 1}, 9, 2},
+    {"2D interior tiles", {200, 120, 1}, 5, 2},  // blocks whose whole window is inside: no border test
+    {"3D interior tiles", {80, 30, 28}, 2, 1},
     {"2D split window centre max", {50, 40, 1}, 8, 1, 40, 0, ctd::PatchKernel::Uniform, 1, ctd::PatchDistance::L2,
      ctd::CentreWeight::Max},
     {"2D patch radius 7", {70, 40, 1}, 3, 7},
