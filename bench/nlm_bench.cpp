@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <random>
@@ -117,18 +118,29 @@ int main(int argc, char** argv) {
     }
     ctd::Volume naive_out;
     double naive_ms = -1;
-    for (auto variant : {ctd::NlmAlgorithm::Naive, ctd::NlmAlgorithm::Tiled, ctd::NlmAlgorithm::ZSlide,
-                         ctd::NlmAlgorithm::Displacement, ctd::NlmAlgorithm::RowWise, ctd::NlmAlgorithm::Fused}) {
+    // fused-one-sided: the 2D fused kernel without symmetric pairs (CTD_NLM_FUSED_ONE_SIDED), for comparison.
+    struct Run {
+      ctd::NlmAlgorithm variant;
+      bool one_sided;
+    };
+    for (const Run run : {Run{ctd::NlmAlgorithm::Naive, false}, Run{ctd::NlmAlgorithm::Tiled, false},
+                          Run{ctd::NlmAlgorithm::ZSlide, false}, Run{ctd::NlmAlgorithm::Displacement, false},
+                          Run{ctd::NlmAlgorithm::RowWise, false}, Run{ctd::NlmAlgorithm::Fused, true},
+                          Run{ctd::NlmAlgorithm::Fused, false}}) {
+      const ctd::NlmAlgorithm variant = run.variant;
+      const std::string label = std::string(ctd::to_string(variant)) + (run.one_sided ? "-one-sided" : "");
       const bool per_voxel_loops = variant == ctd::NlmAlgorithm::Naive || variant == ctd::NlmAlgorithm::Tiled ||
                                    variant == ctd::NlmAlgorithm::ZSlide;
       if (per_voxel_loops && !s.run_naive) continue;
-      if (!variants.empty() && variants.find(fmt::format(",{},", ctd::to_string(variant))) == std::string::npos) continue;
-      if (variant == ctd::NlmAlgorithm::ZSlide && s.dims.is_2d()) continue;
+      if (!variants.empty() && variants.find("," + label + ",") == std::string::npos) continue;
+      if (variant == ctd::NlmAlgorithm::ZSlide && s.dims.is_2d()) continue;  // slides along z
+      if (run.one_sided && !s.dims.is_2d()) continue;                        // 3D fused is one-sided
+      if (run.one_sided) setenv("CTD_NLM_FUSED_ONE_SIDED", "1", 1);
       p.algorithm = variant;
       bench::Record r;
       r.setting = s.name;
       r.source = s.source;
-      r.variant = std::string(ctd::to_string(variant));
+      r.variant = label;
       r.dims = s.dims;
       const char* power = s.dims.is_2d() ? "^2" : "^3";
       r.parameters = fmt::format("search {}{}, patch {}{}", 2 * s.search_radius + 1, power, 2 * s.patch_radius + 1, power);
@@ -175,6 +187,7 @@ int main(int argc, char** argv) {
                  r.error_against);
       std::fflush(stdout);
       records.push_back(r);
+      unsetenv("CTD_NLM_FUSED_ONE_SIDED");
     }
     BENCH_CHECK(cudaFree(d_in));
     BENCH_CHECK(cudaFree(d_out));

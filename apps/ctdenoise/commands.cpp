@@ -246,6 +246,7 @@ BilateralParams BilateralOptions::resolve() const {
   if (!radius.empty()) p.radius = parse_triple<int>(radius, "--radius", true);
   p.algorithm = bilateral_algorithm_from_string(algorithm);
   p.accuracy_db = accuracy_db;
+  p.terms = terms;
   p.gaussian = parse_choice<BilateralParams::Gaussian>(
       gaussian, {{"direct", BilateralParams::Gaussian::Direct}, {"recursive", BilateralParams::Gaussian::Recursive}},
       "Gaussian method");
@@ -306,6 +307,7 @@ void run_bilateral(const InputOptions& input, const RunOptions& run, const Bilat
                       {"algorithm", options.algorithm}});
     if (p.algorithm == BilateralAlgorithm::Compressive) {
       job.parameters["accuracy_db"] = p.accuracy_db;
+      job.parameters["terms"] = p.terms;
       job.parameters["gaussian"] = options.gaussian;
     }
     job.description = fmt::format("ctdenoise {} bilateral sigma_spatial={}{} sigma_range={} radius={},{},{}", CTD_VERSION,

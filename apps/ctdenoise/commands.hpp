@@ -49,6 +49,7 @@ struct NlmOptions {
 
 struct BilateralOptions {
   float sigma_spatial = 0, sigma_spatial_mm = 0, accuracy_db = 50;
+  int terms = 0;
   std::string sigma_range = "auto";  // a number, or "auto": from the image's noise estimate
   std::string radius, algorithm = "auto", gaussian = "direct";
   BilateralParams resolve() const;  // spacing is filled in from the image later

@@ -91,6 +91,9 @@ int main(int argc, char** argv) {
   bf_cmd->add_option("--accuracy-db", bf.accuracy_db,
                      "compressive: PSNR in dB against the exact filter over the value range")
       ->capture_default_str();
+  bf_cmd->add_option("--terms", bf.terms,
+                     "compressive: cosine terms M, fixed (0: chosen from --accuracy-db)")
+      ->capture_default_str();
   bf_cmd->add_option("--gaussian", bf.gaussian,
                      "compressive: Gaussian filters as direct 1D passes, or recursive (cost independent of sigma)")
       ->capture_default_str();

@@ -42,6 +42,10 @@ struct BilateralParams {
   // Compressive only: the accuracy asked for, as PSNR in dB of the result against the exact
   // filter over the input's value range (> 0; 50 dB by default, as in seed 002).
   float accuracy_db = 50.0f;
+  // Compressive only: the number of cosine terms M, fixed (seed 002 sweeps M = 3, 4, 7); 0 (the
+  // default) chooses M from accuracy_db. With M fixed, accuracy_db is ignored and the period T
+  // is the one that balances the series' two errors (docs/filters.md).
+  int terms = 0;
   // Compressive only: how each Gaussian filter runs. Direct: 1D passes over the exact filter's
   // window (cost grows with sigma; accuracy_db holds). Recursive: Young-van Vliet's third-order
   // recursive Gaussian (cost independent of sigma; itself an approximation of an untruncated
@@ -52,7 +56,8 @@ struct BilateralParams {
 // The cosine series the compressive filter uses: period T (image units) and M terms. For data
 // spanning `value_range` (max - min) it is chosen so that both errors of the series, the
 // periodic copies of the range kernel (T beyond the range) and the dropped terms (after M), stay
-// below eps = 10^(-(accuracy_db - 20) / 20) of the series' DC term; docs/filters.md derives it.
+// below eps = 10^(-(accuracy_db - 20) / 20) of the series' DC term, then T is moved to where the two
+// errors are equal for that M (or for the M given in `terms`); docs/filters.md derives it.
 struct CompressiveSettings {
   double period = 0;
   int terms = 0;

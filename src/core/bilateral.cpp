@@ -35,6 +35,7 @@ void validate(const BilateralParams& p) {
       }
     }
   }
+  if (p.terms < 0 || p.terms > 10000) invalid(fmt::format("terms must be 0 (from accuracy_db) or 1 .. 10000, got {}", p.terms));
   if (!(std::isfinite(p.accuracy_db) && p.accuracy_db > 0 && p.accuracy_db <= 120)) {
     invalid(fmt::format("accuracy_db must be in (0, 120] dB (float32 holds about 140), got {}", p.accuracy_db));
   }
@@ -88,30 +89,54 @@ BilateralAlgorithm bilateral_algorithm_from_string(std::string_view name) {
   return detail::enum_from_string(name, kAll, "bilateral algorithm");
 }
 
+namespace {
+
+// The period T for M terms where the series' two errors meet: the nearest periodic copy of the
+// kernel, exp(-(T - R)^2 / 2 sr^2), and the first dropped term, 2 exp(-(w (M + 1) sr)^2 / 2),
+// w = 2 pi / T. The first falls with T, the second grows: bisection on the difference of their logs.
+double balanced_period(double value_range, double sr, int terms) {
+  const double c = 2.0 * M_PI * (terms + 1) * sr;
+  auto excess = [&](double t) {
+    return -(t - value_range) * (t - value_range) / (2 * sr * sr) - (std::log(2.0) - 0.5 * (c / t) * (c / t));
+  };
+  double lo = value_range, hi = value_range + 40.0 * sr;  // excess(hi) < 0: the copy is e^-800 away
+  if (excess(lo) <= 0) hi = lo;  // so few terms that the dropped term dominates at every T
+  for (int i = 0; i < 200 && lo < hi; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (excess(mid) > 0 ? lo : hi) = mid;
+  }
+  return std::max(hi, std::nextafter(value_range, INFINITY));
+}
+
+}  // namespace
+
 CompressiveSettings compressive_settings(const BilateralParams& p, double value_range) {
   validate(p);
   if (!(std::isfinite(value_range) && value_range >= 0)) {
     invalid(fmt::format("the value range must be finite and >= 0, got {}", value_range));
   }
-  // Both errors of the series are held below eps of the DC term. eps = 10^(-(dB - 20) / 20) was
-  // calibrated on the tests' adversarial inputs (uniform noise over the range, sigma_r = 5-20% of
-  // the range, sigma_s 1-3): it meets the requested PSNR with 4.7-11 dB to spare; 3x larger eps
-  // misses it (tests/cpu/bilateral_compressive_test.cpp, docs/filters.md).
-  const double eps = std::pow(10.0, -double(p.accuracy_db) / 20.0) * 10.0;
   const double sr = p.sigma_range;
   CompressiveSettings s;
-  // The nearest periodic copy of the kernel sits T - range away: exp(-(T - range)^2 / 2 sr^2) <= eps.
-  s.period = value_range + sr * std::sqrt(2.0 * std::log(1.0 / eps));
-  // The first dropped term, a_{M+1} = 2 exp(-(w (M + 1) sr)^2 / 2), w = 2 pi / T, is <= eps.
-  const double omega = 2.0 * M_PI / s.period;
-  const double terms = std::ceil(std::sqrt(2.0 * std::log(2.0 / eps)) / (omega * sr)) - 1.0;
-  if (terms > 10000) {
-    throw Error(ErrorKind::Unsupported,
-                fmt::format("sigma_range {} is too small against the value range {} for the compressive filter "
-                            "({} cosine terms); use the exact filter",
-                            sr, value_range, terms));
+  if (p.terms > 0) {
+    s.terms = p.terms;
+  } else {
+    // M: both errors below eps of the DC term at T0 = R + sr sqrt(2 ln(1/eps)), where the copy
+    // error is eps. eps = 10^(-(dB - 20) / 20) was calibrated on the tests' adversarial inputs
+    // (uniform noise over the range, sigma_r = 5-20% of the range, sigma_s 1-3; 3x larger eps
+    // misses; tests/cpu/bilateral_compressive_test.cpp, docs/filters.md).
+    const double eps = std::pow(10.0, -double(p.accuracy_db) / 20.0) * 10.0;
+    const double omega = 2.0 * M_PI / (value_range + sr * std::sqrt(2.0 * std::log(1.0 / eps)));
+    const double terms = std::ceil(std::sqrt(2.0 * std::log(2.0 / eps)) / (omega * sr)) - 1.0;
+    if (terms > 10000) {
+      throw Error(ErrorKind::Unsupported,
+                  fmt::format("sigma_range {} is too small against the value range {} for the compressive filter "
+                              "({} cosine terms); use the exact filter",
+                              sr, value_range, terms));
+    }
+    s.terms = std::max(1, static_cast<int>(terms));
   }
-  s.terms = std::max(1, static_cast<int>(terms));
+  // Then T where the two errors meet: both below eps for the M above (2-10 dB lower bound than at T0).
+  s.period = balanced_period(value_range, sr, s.terms);
   return s;
 }
 

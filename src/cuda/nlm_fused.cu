@@ -21,6 +21,7 @@
 #include <ctdenoise/error.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <type_traits>
 
@@ -581,11 +582,12 @@ int window_parts(const KernelParams& k, int displacements) {
 int full_window_parts(const KernelParams& k) { return window_parts(k, (2 * k.rs + 1) * (2 * k.rs + 1)); }
 
 // The symmetric 2D kernel where its shared memory leaves room for two blocks per SM (search
-// radius up to about 45); beyond, the one-sided kernel.
+// radius up to about 45 on large images); beyond, the one-sided kernel. The environment variable
+// CTD_NLM_FUSED_ONE_SIDED (any value) forces the one-sided kernel: for tests and benchmarks.
 constexpr std::size_t kSymMaxBytes = 113 * 1024;
 
 bool symmetric(const KernelParams& k, SymLayout* layout = nullptr) {
-  if (k.rsz != 0 || k.rs == 0) return false;
+  if (k.rsz != 0 || k.rs == 0 || std::getenv("CTD_NLM_FUSED_ONE_SIDED") != nullptr) return false;
   const SymLayout l = sym_layout(k, window_parts(k, (2 * k.rs + 1) * (2 * k.rs + 1) / 2));
   if (layout) *layout = l;
   return l.bytes() <= kSymMaxBytes;

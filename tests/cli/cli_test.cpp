@@ -121,6 +121,13 @@ TEST(Cli, CompressiveBilateralReportsItsSeries) {
                               "--sigma-spatial 2 --sigma-range 30 --json r3.json");
   ASSERT_EQ(rec.code, 0) << rec.err;
   EXPECT_EQ(nlohmann::json::parse(slurp(dir / "r3.json"))["parameters"]["gaussian"], "recursive");
+  const Result fixed = run(dir, "bilateral in.nii.gz o4.nii.gz --algorithm compressive --terms 4 --sigma-spatial 1 "
+                                "--sigma-range 30 --json r4.json");
+  ASSERT_EQ(fixed.code, 0) << fixed.err;
+  EXPECT_EQ(nlohmann::json::parse(slurp(dir / "r4.json"))["details"]["terms"], 4.0);
+  EXPECT_EQ(run(dir, "bilateral in.nii.gz o5.nii.gz --algorithm compressive --terms -2 --sigma-spatial 1 "
+                     "--sigma-range 30").code, 2);
+  EXPECT_FALSE(std::filesystem::exists(dir / "o5.nii.gz"));
 }
 
 TEST(Cli, CompareGivesPsnrSsimNoiseAndCnr) {

@@ -6,6 +6,7 @@
 #include <ctdenoise/ctdenoise.hpp>
 
 #include <algorithm>
+#include <cmath>
 
 namespace {
 
@@ -79,6 +80,43 @@ TEST(CompressiveBilateralProperties, IsAnApproximationWhoseTermsFollowTheAccurac
   const double db = psnr(exact, approx, double(*hi) - double(*lo));
   EXPECT_LT(db, 80);
   EXPECT_GE(db, 20);
+}
+
+TEST(CompressiveBilateralProperties, FixedTermsSetMAndBalanceTheTwoErrors) {
+  ctd::BilateralParams p;
+  p.sigma_spatial = 1.5f;
+  p.sigma_range = 200;
+  const double range = 2000;
+  for (int m : {3, 4, 7}) {
+    p.terms = m;
+    const auto s = ctd::compressive_settings(p, range);
+    EXPECT_EQ(s.terms, m);
+    ASSERT_GT(s.period, range);
+    // ln of the nearest periodic copy of the kernel and of the first dropped term a_{M+1}.
+    const double copy = -(s.period - range) * (s.period - range) / (2.0 * 200 * 200);
+    const double w = 2 * M_PI / s.period;
+    const double dropped = std::log(2.0) - 0.5 * (w * (m + 1) * 200) * (w * (m + 1) * 200);
+    EXPECT_NEAR(copy, dropped, 1e-6 * std::abs(copy)) << "M " << m;
+  }
+  // More terms, closer to the exact filter; the report names M.
+  const ctd::Volume in = testing_util::structured_volume({40, 30, 1}, 3);
+  ctd::Volume exact(in.dims()), approx(in.dims());
+  p.sigma_range = 30;
+  p.terms = 0;
+  ctd::bilateral(in.view(), exact.view(), p);
+  const auto [lo, hi] = std::minmax_element(in.data(), in.data() + in.size());
+  p.algorithm = ctd::BilateralAlgorithm::Compressive;
+  double previous = 0;
+  for (int m : {3, 7, 15}) {
+    p.terms = m;
+    const auto run = ctd::bilateral(in.view(), approx.view(), p);
+    EXPECT_EQ(run.details.at("terms"), m);
+    const double db = psnr(exact, approx, double(*hi) - double(*lo));
+    EXPECT_GT(db, previous + 3) << "M " << m;
+    previous = db;
+  }
+  p.terms = -1;
+  EXPECT_TRUE(testing_util::throws_kind([&] { ctd::validate(p); }, ctd::ErrorKind::InvalidArgument));
 }
 
 TEST(CompressiveBilateralProperties, ConstantImageStaysConstantAndRerunsAreIdentical) {

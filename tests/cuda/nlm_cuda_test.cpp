@@ -10,6 +10,7 @@
 #include <cuda_runtime.h>
 #endif
 
+#include <cstdlib>
 #include <fstream>
 
 namespace {
@@ -97,6 +98,26 @@ TEST_P(NlmCuda, EveryVariantMatchesTheReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, NlmCuda, ::testing::ValuesIn(kCases), testing_util::case_name);
+
+// The 2D fused kernel takes each unordered pair once up to a search radius of about 45 on large
+// images and runs the one-sided sliding kernel beyond; CTD_NLM_FUSED_ONE_SIDED forces the latter,
+// so that the small cases reach it too.
+TEST(NlmCudaProperties, OneSidedFusedKernelMatchesTheReference) {
+  CTD_REQUIRE_CUDA_DEVICE();
+  struct OneSided {
+    OneSided() { setenv("CTD_NLM_FUSED_ONE_SIDED", "1", 1); }
+    ~OneSided() { unsetenv("CTD_NLM_FUSED_ONE_SIDED"); }
+  } one_sided;
+  int cases = 0;
+  for (const Case& c : kCases) {
+    if (!c.dims.is_2d() || c.distance != ctd::PatchDistance::L2) continue;
+    const ctd::Volume in = testing_util::random_volume(c.dims, 778);
+    const auto cmp = compare(run_cuda(in, to_params(c, ctd::NlmAlgorithm::Fused)), ref::nlm(testing_util::to_ref(in), to_ref(c)));
+    EXPECT_LE(cmp.relative_l2, 1e-5) << c.name << ": " << cmp.where(in.dims());
+    ++cases;
+  }
+  EXPECT_GE(cases, 8);
+}
 
 TEST(NlmCudaProperties, BitIdenticalRerunsAndCloseToCpu) {
   CTD_REQUIRE_CUDA_DEVICE();
