@@ -73,7 +73,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  // --only: comma-separated name prefixes (B1, S002, ...).
+  // --only: comma-separated name prefixes (B1, S002, ...; for --psnr: phantom, CThead, bonsai).
   auto selected = [&](const std::string& name) {
     if (only.empty()) return true;
     for (std::size_t at = 0; at <= only.size();) {
@@ -202,9 +202,9 @@ int main(int argc, char** argv) {
       ctd::Volume v;
     };
     std::vector<Volume> volumes;
-    volumes.push_back({"phantom 512^3", bench::phantom({512, 512, 512})});
+    if (selected("phantom")) volumes.push_back({"phantom 512^3", bench::phantom({512, 512, 512})});
     std::vector<char> raw;
-    if (read_raw(CTD_SOURCE_DIR "/.devdata/cthead_256x256x113_u16le.raw", 256 * 256 * 113 * 2, raw)) {
+    if (selected("CThead") && read_raw(CTD_SOURCE_DIR "/.devdata/cthead_256x256x113_u16le.raw", 256 * 256 * 113 * 2, raw)) {
       ctd::Volume v({256, 256, 113});
       for (std::int64_t i = 0; i < v.size(); ++i) {
         std::uint16_t x;
@@ -213,7 +213,7 @@ int main(int argc, char** argv) {
       }
       volumes.push_back({"CThead 256x256x113", std::move(v)});
     }
-    if (read_raw(CTD_SOURCE_DIR "/.devdata/bonsai_256x256x256_u8.raw", 256 * 256 * 256, raw)) {
+    if (selected("bonsai") && read_raw(CTD_SOURCE_DIR "/.devdata/bonsai_256x256x256_u8.raw", 256 * 256 * 256, raw)) {
       ctd::Volume v({256, 256, 256});
       for (std::int64_t i = 0; i < v.size(); ++i) v.data()[i] = float(static_cast<unsigned char>(raw[i]));
       volumes.push_back({"bonsai 256^3", std::move(v)});
