@@ -60,6 +60,20 @@ inline ctd::Volume phantom(const ctd::Dims& dims, float noise_sigma = 25.0f) {
   return v;
 }
 
+// --only: a comma-separated list of name prefixes ("N1", "T2", "B4,S002"); empty selects all.
+// A prefix that extends the name also selects it, so that a group ("S002") is entered for one
+// of its rows ("S002-s3").
+inline bool selected(const std::string& only, const std::string& name) {
+  if (only.empty()) return true;
+  for (std::size_t at = 0; at <= only.size();) {
+    const std::size_t comma = std::min(only.find(',', at), only.size());
+    const std::string prefix = only.substr(at, comma - at);
+    if (!prefix.empty() && (name.rfind(prefix, 0) == 0 || prefix.rfind(name, 0) == 0)) return true;
+    at = comma + 1;
+  }
+  return false;
+}
+
 inline double max_abs_difference(const ctd::Volume& a, const ctd::Volume& b) {
   double m = 0;
   for (std::int64_t i = 0; i < a.size(); ++i) m = std::max(m, double(std::fabs(a.data()[i] - b.data()[i])));

@@ -73,17 +73,8 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  // --only: comma-separated name prefixes (B1, S002, ...; for --psnr: phantom, CThead, bonsai).
-  auto selected = [&](const std::string& name) {
-    if (only.empty()) return true;
-    for (std::size_t at = 0; at <= only.size();) {
-      const std::size_t comma = std::min(only.find(',', at), only.size());
-      const std::string prefix = only.substr(at, comma - at);
-      if (!prefix.empty() && (name.rfind(prefix, 0) == 0 || prefix.rfind(name, 0) == 0)) return true;
-      at = comma + 1;
-    }
-    return false;
-  };
+  // --only: name prefixes (B1, S002, ...; for --psnr: phantom, CThead, bonsai).
+  auto selected = [&](const std::string& name) { return bench::selected(only, name); };
   if (ctd::cuda_device_name().empty()) {
     fmt::print(stderr, "bilateral_bench: no CUDA device\n");
     return 1;

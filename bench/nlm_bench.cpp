@@ -4,7 +4,7 @@
 // the exp floor (one exp per unordered pair at 3.78e12 exp/s), and the error against the CPU
 // backend (or the naive kernel where the CPU would take too long).
 //
-//   nlm_bench [--quick] [--json FILE] [--markdown FILE] [--only NAME] [--variants a,b,...]
+//   nlm_bench [--quick] [--json FILE] [--markdown FILE] [--only PREFIX,...] [--variants a,b,...]
 
 #include "bench_util.hpp"
 
@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
     else if (a == "--only" && i + 1 < argc) only = argv[++i];
     else if (a == "--variants" && i + 1 < argc) variants = "," + std::string(argv[++i]) + ",";
     else {
-      fmt::print(stderr, "usage: nlm_bench [--quick] [--json FILE] [--markdown FILE] [--only NAME] [--variants a,b,...]\n");
+      fmt::print(stderr, "usage: nlm_bench [--quick] [--json FILE] [--markdown FILE] [--only PREFIX,...] [--variants a,b,...]\n");
       return 2;
     }
   }
@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
   BENCH_CHECK(cudaEventCreate(&stop));
 
   for (const Setting& s : settings()) {
-    if ((quick && !s.quick) || (!only.empty() && s.name != only)) continue;
+    if ((quick && !s.quick) || !bench::selected(only, s.name)) continue;
     const ctd::Volume in = bench::phantom(s.dims);
     const std::size_t bytes = std::size_t(in.size()) * sizeof(float);
     float *d_in = nullptr, *d_out = nullptr;
