@@ -27,7 +27,7 @@ enum class BilateralAlgorithm {
   Fused,        // CUDA: each thread 8 outputs down a column sharing every loaded neighbour, one exp2
                 // per pair
   Compressive,  // CPU and CUDA, approximate (seed 002 / Sugimoto & Kamata 2015): the range kernel as
-                // a cosine series, so the filter becomes 4M + 2 separable Gaussian filters; see accuracy_db
+                // a cosine series, so the filter becomes 4M + 1 separable Gaussian filters; see accuracy_db
 };
 
 struct BilateralParams {

@@ -174,11 +174,18 @@ FilterRun bilateral(ConstVolumeView<float> in, VolumeView<float> out, const Bila
   const std::array<int, 3> radius = bilateral_radius(params, in.dims);
   detail::PreparedRun run = detail::prepare_run(in, out, context, "bilateral", true);
   // With the device left to us, a CPU-only variant runs on the CPU rather than failing.
-  const bool cpu_only = params.algorithm == BilateralAlgorithm::Direct ||
-                        (params.algorithm == BilateralAlgorithm::Compressive &&
-                         params.gaussian == BilateralParams::Gaussian::Recursive);
-  if (context.device == Device::Auto && cpu_only) run.device = Device::Cpu;
+  if (context.device == Device::Auto && params.algorithm == BilateralAlgorithm::Direct) run.device = Device::Cpu;
   const BilateralAlgorithm algorithm = resolve_algorithm(params.algorithm, run.device, radius);
+  if (algorithm == BilateralAlgorithm::Compressive && params.gaussian == BilateralParams::Gaussian::Recursive) {
+    for (int axis = 0; axis < (in.dims.is_2d() ? 2 : 3); ++axis) {
+      const double step = params.spatial_unit == SpatialUnit::Millimetre ? params.spacing[axis] : 1.0;
+      if (params.sigma_spatial / step < 0.5) {
+        invalid(fmt::format("the recursive Gaussian needs sigma >= 0.5 voxel along every axis; sigma_spatial {} "
+                            "is {:.3g} voxel along {}",
+                            params.sigma_spatial, params.sigma_spatial / step, "xyz"[axis]));
+      }
+    }
+  }
 #if CTD_HAVE_CUDA
   if (run.device == Device::Cuda) {
     cuda::check_bilateral_supported(in.dims, params, radius, algorithm);
@@ -195,26 +202,16 @@ FilterRun bilateral(ConstVolumeView<float> in, VolumeView<float> out, const Bila
     if (algorithm == BilateralAlgorithm::Compressive) {
       result.details["period"] = settings.period;
       result.details["terms"] = double(settings.terms);
-      result.details["gaussian_filters"] = double(4 * settings.terms + 2);
+      result.details["gaussian_filters"] = double(4 * settings.terms + 1);
     }
     return result;
   }
 #endif
   cpu::ThreadPool pool(run.threads);
-  if (algorithm == BilateralAlgorithm::Compressive && params.gaussian == BilateralParams::Gaussian::Recursive) {
-    for (int axis = 0; axis < (in.dims.is_2d() ? 2 : 3); ++axis) {
-      const double step = params.spatial_unit == SpatialUnit::Millimetre ? params.spacing[axis] : 1.0;
-      if (params.sigma_spatial / step < 0.5) {
-        invalid(fmt::format("the recursive Gaussian needs sigma >= 0.5 voxel along every axis; sigma_spatial {} "
-                            "is {:.3g} voxel along {}",
-                            params.sigma_spatial, params.sigma_spatial / step, "xyz"[axis]));
-      }
-    }
-  }
   if (algorithm == BilateralAlgorithm::Compressive) {
     const CompressiveSettings s = cpu::bilateral_compressive(run.input, out, params, radius, pool, context.progress);
     return {run.device, std::string(to_string(BilateralAlgorithm::Compressive)), run.threads,
-            {{"period", s.period}, {"terms", double(s.terms)}, {"gaussian_filters", double(4 * s.terms + 2)}}};
+            {{"period", s.period}, {"terms", double(s.terms)}, {"gaussian_filters", double(4 * s.terms + 1)}}};
   }
   cpu::bilateral_direct(run.input, out, params, radius, pool, context.progress);
   return {run.device, std::string(to_string(BilateralAlgorithm::Direct)), run.threads, {}};

@@ -25,7 +25,7 @@ void nlm_blockwise(ConstVolumeView<float> in, VolumeView<float> out, const NlmPa
 void bilateral_direct(ConstVolumeView<float> in, VolumeView<float> out, const BilateralParams& params,
                       const std::array<int, 3>& radius, ThreadPool& pool, const Progress& progress);
 
-// Compressive (approximate) bilateral filter: 4M + 2 separable Gaussian filters. Returns the
+// Compressive (approximate) bilateral filter: 4M + 1 separable Gaussian filters. Returns the
 // cosine series it used.
 CompressiveSettings bilateral_compressive(ConstVolumeView<float> in, VolumeView<float> out, const BilateralParams& params,
                                           const std::array<int, 3>& radius, ThreadPool& pool, const Progress& progress);

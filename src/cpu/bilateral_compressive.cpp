@@ -4,10 +4,11 @@
 //   gr(t) ~ 1 + sum_m a_m cos(w m t),  w = 2 pi / T,  a_m = 2 exp(-(w m sigma_r)^2 / 2)
 // (the Fourier series of the T-periodic Gaussian, scaled so that the DC term is 1; the scale
 // cancels in the ratio). By cos(w m (a - b)) = cos(w m a) cos(w m b) + sin(w m a) sin(w m b),
-// numerator and denominator become sums of Gaussian filters of cos/sin images: 4M + 2 filters in
+// numerator and denominator become sums of Gaussian filters of cos/sin images: 4M + 1 filters in
 // all, each as separable 1D passes (x, y, z) with the mirror border and the exact filter's window.
 
 #include "core/mirror.hpp"
+#include "core/recursive_gaussian.hpp"
 #include "cpu/backend.hpp"
 
 #include <algorithm>
@@ -19,20 +20,9 @@ namespace {
 
 using i64 = std::int64_t;
 
-// Young & van Vliet (1995) third-order recursive Gaussian: coefficients for sigma in voxels.
-struct RecursiveGaussian {
-  double b1, b2, b3, B;  // normalised: w[n] = B x[n] + b1 w[n-1] + b2 w[n-2] + b3 w[n-3]
-  i64 pad;               // mirror padding that lets the recursion settle before the edge
-
-  explicit RecursiveGaussian(double sigma) {
-    const double q = sigma >= 2.5 ? 0.98711 * sigma - 0.96330 : 3.97156 - 4.14554 * std::sqrt(1.0 - 0.26891 * sigma);
-    const double b0 = 1.57825 + 2.44413 * q + 1.4281 * q * q + 0.422205 * q * q * q;
-    b1 = (2.44413 * q + 2.85619 * q * q + 1.26661 * q * q * q) / b0;
-    b2 = -(1.4281 * q * q + 1.26661 * q * q * q) / b0;
-    b3 = 0.422205 * q * q * q / b0;
-    B = 1.0 - (b1 + b2 + b3);
-    pad = i64(std::ceil(4.0 * sigma)) + 4;
-  }
+// Young & van Vliet's recursive Gaussian (core/recursive_gaussian.hpp) on interleaved lines, in double.
+struct RecursiveGaussian : detail::RecursiveGaussianCoefficients {
+  using RecursiveGaussianCoefficients::RecursiveGaussianCoefficients;
 
   // Filters `lanes` interleaved lines of length n in place: sample i of lane l at data[i * stride + l].
   void apply(float* data, i64 n, i64 lanes, i64 stride, std::vector<double>& work) const {

@@ -2,6 +2,7 @@
 // compressive approximation (seed 002, Algorithm 1). Definition: docs/filters.md (mirror border,
 // per-axis radius, sigma in voxels or mm).
 
+#include "core/recursive_gaussian.hpp"
 #include "cuda/backend.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_buffer.hpp"
@@ -187,97 +188,218 @@ __global__ void __launch_bounds__(kFusedBx* kFusedBy) bf_fused_kernel(const floa
   }
 }
 
-// ---- compressive (seed 002): 4M + 2 Gaussian filters as three 1D passes with shared memory ------
+// ---- compressive (seed 002): 4M + 1 Gaussian filters as three 1D passes ----------------------
 //
-// Per term m, the four images c f, s f, c, s (c = cos(w m (f - lo)), s = sin(...)) travel
+// Per term m >= 1, the four images c f, s f, c, s (c = cos(w m (f - lo)), s = sin(...)) travel
 // together as a float4 through a pass along x (generated from f on the fly), along y and along z;
 // the last pass adds a_m (c G(cf) + s G(sf)) and a_m (c G(c) + s G(s)) to the numerator and
-// denominator. Each pass: a block holds 32 lines x (64 + 2r) samples in shared memory (lines on
-// the lanes, so loads are conflict-free), and each thread slides 8 outputs along its line.
+// denominator. The DC term (m = 0) filters f alone as a float and writes numerator = G f and
+// denominator = 1 (the taps sum to 1 and the border is a mirror, so G 1 = 1).
+//
+// Each Gaussian pass is either direct (the exact filter's window; a block holds 32 lines x
+// (64 + taps) samples in shared memory, lines on the lanes so loads are conflict-free, and each
+// thread slides 8 outputs along its line with the samples in registers) or recursive (Young-van
+// Vliet: one thread per line, a causal pass into `fwd`, an anti-causal pass back over it).
 
 constexpr int kLines = 32, kPassRun = 8, kPassGroups = 8, kPassTile = kPassRun * kPassGroups;
-constexpr int kPassStride = kLines + 1;  // float4 per position, padded: conflict-free transposed stores
+constexpr int kPassStride = kLines + 1;  // per position, padded: conflict-free transposed stores
+constexpr int kPaddedTaps = 2 * kMaxAxisTaps + 2;  // 2 r + 1 taps rounded up to a multiple of 8
+constexpr int kRecursiveThreads = 128;
 
-struct PassParams {
-  int nx, ny, nz, axis, radius;
-  float lo, inv_period, a;  // term: value offset, 1 / T, weight a_m; m = term index
-  int m;
-  float g[2 * kMaxAxisTaps + 1];  // normalised Gaussian taps, index k + radius
+// The lines of one pass: axis x -> lines (y, z), y -> (x, z), z -> (x, y); `line` is the index
+// whose neighbours are adjacent in memory (for coalescing), `other` the remaining one.
+struct Lines {
+  int nx, ny, nz, axis;
+  __host__ __device__ int length() const { return axis == 0 ? nx : axis == 1 ? ny : nz; }
+  __host__ __device__ int count() const { return axis == 0 ? ny : nx; }
+  __host__ __device__ int others() const { return axis == 2 ? ny : nz; }
+  __device__ long long address(int line, int other, int position) const {
+    if (axis == 0) return ((long long)other * ny + line) * nx + position;
+    if (axis == 1) return ((long long)other * ny + position) * nx + line;
+    return ((long long)position * ny + other) * nx + line;
+  }
 };
 
-__device__ __forceinline__ float4 channels(float f, const PassParams& p) {
+// One term of the series: its phase w m (f - lo) = 2 pi m (f - lo) / T and weight a_m.
+struct Term {
+  float lo, inv_period, a;
+  int m;
+};
+
+template <typename V>
+__device__ __forceinline__ V channels(float f, const Term& t);
+template <>
+__device__ __forceinline__ float channels<float>(float f, const Term&) {
+  return f;
+}
+template <>
+__device__ __forceinline__ float4 channels<float4>(float f, const Term& t) {
   // cos/sin of 2 pi frac(m (f - lo) / T): reduced first, so the fast intrinsics stay accurate.
-  const float t = float(p.m) * (f - p.lo) * p.inv_period;
+  const float x = float(t.m) * (f - t.lo) * t.inv_period;
   float s, c;
-  __sincosf(6.283185307179586f * (t - floorf(t)), &s, &c);
+  __sincosf(6.283185307179586f * (x - floorf(x)), &s, &c);
   return make_float4(c * f, s * f, c, s);
 }
 
-// MODE 0: input f (float), output float4; 1: float4 -> float4; 2: float4 -> accumulate.
-template <int MODE>
-__global__ void __launch_bounds__(kLines* kPassGroups) compressive_pass_kernel(const void* __restrict__ in_ptr,
-                                                                               float4* __restrict__ out,
+__device__ __forceinline__ void madd(float& acc, float g, float v) { acc = fmaf(g, v, acc); }
+__device__ __forceinline__ void madd(float4& acc, float g, const float4& v) {
+  acc.x = fmaf(g, v.x, acc.x);
+  acc.y = fmaf(g, v.y, acc.y);
+  acc.z = fmaf(g, v.z, acc.z);
+  acc.w = fmaf(g, v.w, acc.w);
+}
+
+// The last pass of a term: G of the channels at voxel `at` into numerator and denominator.
+__device__ __forceinline__ void accumulate(float g, long long at, const float*, float* numerator, float* denominator,
+                                           const Term&) {
+  numerator[at] = g;  // DC term, first: G f and G 1 = 1
+  denominator[at] = 1.0f;
+}
+__device__ __forceinline__ void accumulate(const float4& g, long long at, const float* f, float* numerator,
+                                           float* denominator, const Term& t) {
+  const float4 c = channels<float4>(f[at], t);  // (c f, s f, c, s) of the centre voxel
+  numerator[at] += t.a * (c.z * g.x + c.w * g.y);
+  denominator[at] += t.a * (c.z * g.z + c.w * g.w);
+}
+
+struct PassParams {
+  Lines lines;
+  int radius, taps8;  // taps8: 2 radius + 1 rounded up to a multiple of 8
+  Term term;
+  float g[kPaddedTaps];  // normalised Gaussian taps, index k + radius; zero beyond 2 radius
+};
+
+// MODE 0: input f, output V; 1: V -> V; 2: V -> accumulate.
+template <typename V, int MODE>
+__global__ void __launch_bounds__(kLines* kPassGroups) compressive_pass_kernel(const V* __restrict__ in,
+                                                                               V* __restrict__ out,
                                                                                const float* __restrict__ f,
                                                                                float* __restrict__ numerator,
                                                                                float* __restrict__ denominator,
                                                                                PassParams p) {
-  extern __shared__ float4 tile[];  // [position][line]
-  const int n_axis = p.axis == 0 ? p.nx : p.axis == 1 ? p.ny : p.nz;
-  const int span = kPassTile + 2 * p.radius;
+  extern __shared__ float4 shared_tile[];
+  V* tile = reinterpret_cast<V*>(shared_tile);  // [position][line]
+  const Lines& L = p.lines;
+  const int n_axis = L.length(), n_lines = L.count();
+  const int span = kPassTile + p.taps8;   // outputs a0 .. a0 + 63 read a0 - r .. a0 + 63 - r + taps8
   const int a0 = blockIdx.x * kPassTile;  // first output along the axis
-  // Lines: axis x -> (y, z), 32 consecutive y; axis y -> (x, z), 32 consecutive x; axis z -> (x, y).
   const int line0 = blockIdx.y * kLines, other = blockIdx.z;
-  const int n_lines = p.axis == 0 ? p.ny : p.nx;
-  auto address = [&](int line, int position) -> long long {
-    if (p.axis == 0) return ((long long)other * p.ny + line) * p.nx + position;
-    if (p.axis == 1) return ((long long)other * p.ny + position) * p.nx + line;
-    return ((long long)position * p.ny + other) * p.nx + line;
-  };
   const int tid = threadIdx.y * kLines + threadIdx.x;
   for (int i = tid; i < span * kLines; i += kLines * kPassGroups) {
     // axis x: consecutive threads along the position (contiguous in memory); else along the line.
-    const int position = p.axis == 0 ? i % span : i / kLines;
-    const int line = p.axis == 0 ? i / span : i % kLines;
-    const int l = min(line0 + line, n_lines - 1);
-    const long long at = address(l, mirror(a0 - p.radius + position, n_axis));
-    float4 v;
+    const int position = L.axis == 0 ? i % span : i / kLines;
+    const int line = L.axis == 0 ? i / span : i % kLines;
+    const long long at = L.address(min(line0 + line, n_lines - 1), other, mirror(a0 - p.radius + position, n_axis));
     if constexpr (MODE == 0) {
-      v = channels(static_cast<const float*>(in_ptr)[at], p);
+      tile[position * kPassStride + line] = channels<V>(f[at], p.term);
     } else {
-      v = static_cast<const float4*>(in_ptr)[at];
+      tile[position * kPassStride + line] = in[at];
     }
-    tile[position * kPassStride + line] = v;
   }
   __syncthreads();
   const int line = threadIdx.x, first = threadIdx.y * kPassRun;
   if (line0 + line >= n_lines) return;
-  float4 acc[kPassRun];
+  // Output o at tile position first + o takes tap k from position first + o + k. Eight taps at a
+  // time: `cur` holds positions first + kb + 0..7, `next` the eight after them.
+  const V* column = tile + first * kPassStride + line;
+  V acc[kPassRun] = {}, cur[kPassRun];
 #pragma unroll
-  for (int o = 0; o < kPassRun; ++o) acc[o] = make_float4(0, 0, 0, 0);
-  for (int q = 0; q < kPassRun + 2 * p.radius; ++q) {  // sample first + q - radius feeds outputs o with tap q - o
-    const float4 v = tile[(first + q) * kPassStride + line];
+  for (int o = 0; o < kPassRun; ++o) cur[o] = column[o * kPassStride];
+  for (int kb = 0; kb < p.taps8; kb += kPassRun) {
+    V next[kPassRun];
 #pragma unroll
-    for (int o = 0; o < kPassRun; ++o) {
-      const int tap = q - o;
-      if (tap < 0 || tap > 2 * p.radius) continue;
-      const float g = p.g[tap];
-      acc[o].x = fmaf(g, v.x, acc[o].x);
-      acc[o].y = fmaf(g, v.y, acc[o].y);
-      acc[o].z = fmaf(g, v.z, acc[o].z);
-      acc[o].w = fmaf(g, v.w, acc[o].w);
+    for (int o = 0; o < kPassRun; ++o) next[o] = column[(kb + kPassRun + o) * kPassStride];
+#pragma unroll
+    for (int j = 0; j < kPassRun; ++j) {
+      const float g = p.g[kb + j];
+#pragma unroll
+      for (int o = 0; o < kPassRun; ++o) madd(acc[o], g, o + j < kPassRun ? cur[o + j] : next[o + j - kPassRun]);
     }
+#pragma unroll
+    for (int o = 0; o < kPassRun; ++o) cur[o] = next[o];
   }
 #pragma unroll
   for (int o = 0; o < kPassRun; ++o) {
     const int position = a0 + first + o;
     if (position >= n_axis) break;
-    const long long at = address(line0 + line, position);
+    const long long at = L.address(line0 + line, other, position);
     if constexpr (MODE == 2) {
-      const float4 c = channels(f[at], p);  // (c f, s f, c, s) of the centre voxel
-      numerator[at] += p.a * (c.z * acc[o].x + c.w * acc[o].y);
-      denominator[at] += p.a * (c.z * acc[o].z + c.w * acc[o].w);
+      accumulate(acc[o], at, f, numerator, denominator, p.term);
     } else {
       out[at] = acc[o];
+    }
+  }
+}
+
+struct RecursiveParams {
+  Lines lines;
+  int pad;
+  float B, b1, b2, b3;
+  Term term;
+};
+
+template <typename V>
+__device__ __forceinline__ V recursion_step(const V& x, const V& w1, const V& w2, const V& w3, const RecursiveParams& p);
+template <>
+__device__ __forceinline__ float recursion_step(const float& x, const float& w1, const float& w2, const float& w3,
+                                                const RecursiveParams& p) {
+  return fmaf(p.B, x, fmaf(p.b1, w1, fmaf(p.b2, w2, p.b3 * w3)));
+}
+template <>
+__device__ __forceinline__ float4 recursion_step(const float4& x, const float4& w1, const float4& w2, const float4& w3,
+                                                 const RecursiveParams& p) {
+  return make_float4(recursion_step(x.x, w1.x, w2.x, w3.x, p), recursion_step(x.y, w1.y, w2.y, w3.y, p),
+                     recursion_step(x.z, w1.z, w2.z, w3.z, p), recursion_step(x.w, w1.w, w2.w, w3.w, p));
+}
+
+// One thread per line. Positions -pad .. n + pad - 1 (mirror); the causal pass stores its output
+// for positions 0 .. n - 1 in `fwd` and for n .. n + pad - 1 in `tail`; the anti-causal pass
+// reads them back from the end and writes (MODE 1: into `fwd`, in place) or accumulates (MODE 2).
+template <typename V, int MODE>
+__global__ void __launch_bounds__(kRecursiveThreads) recursive_pass_kernel(const V* __restrict__ in, V* fwd, V* tail,
+                                                                           const float* __restrict__ f,
+                                                                           float* __restrict__ numerator,
+                                                                           float* __restrict__ denominator,
+                                                                           RecursiveParams p) {
+  const Lines& L = p.lines;
+  const int line = blockIdx.x * kRecursiveThreads + threadIdx.x, other = blockIdx.y;
+  const int n = L.length(), n_lines = L.count();
+  if (line >= n_lines) return;
+  const long long lines_total = (long long)n_lines * L.others();
+  V* line_tail = tail + (long long)other * n_lines + line;  // sample k at line_tail[k * lines_total]
+  auto input = [&](int position) -> V {
+    const long long at = L.address(line, other, mirror(position, n));
+    if constexpr (MODE == 0) {
+      return channels<V>(f[at], p.term);
+    } else {
+      return in[at];
+    }
+  };
+  V w1 = input(-p.pad), w2 = w1, w3 = w1;  // the steady state of the first sample
+  for (int j = -p.pad; j < n + p.pad; ++j) {
+    const V w = recursion_step(input(j), w1, w2, w3, p);
+    w3 = w2;
+    w2 = w1;
+    w1 = w;
+    if (j >= n) {
+      line_tail[(j - n) * lines_total] = w;
+    } else if (j >= 0) {
+      fwd[L.address(line, other, j)] = w;
+    }
+  }
+  w2 = w3 = w1;  // the anti-causal pass starts in the steady state of the last causal output
+  for (int j = n + p.pad - 2; j >= 0; --j) {
+    const long long at = j < n ? L.address(line, other, j) : 0;
+    const V w = recursion_step(j >= n ? line_tail[(j - n) * lines_total] : fwd[at], w1, w2, w3, p);
+    w3 = w2;
+    w2 = w1;
+    w1 = w;
+    if (j < n) {
+      if constexpr (MODE == 2) {
+        accumulate(w, at, f, numerator, denominator, p.term);
+      } else {
+        fwd[at] = w;
+      }
     }
   }
 }
@@ -288,9 +410,12 @@ __global__ void divide_kernel(const float* __restrict__ numerator, const float* 
   if (i < n) out[i] = numerator[i] / denominator[i];
 }
 
+int padded_taps(int radius) { return (2 * radius + 1 + kPassRun - 1) / kPassRun * kPassRun; }
 
-
-std::size_t pass_bytes(int radius) { return std::size_t(kPassTile + 2 * radius) * kPassStride * sizeof(float4); }
+template <typename V>
+std::size_t pass_bytes(int radius) {
+  return std::size_t(kPassTile + padded_taps(radius)) * kPassStride * sizeof(V);
+}
 
 void check_memory(std::size_t bytes) {
   std::size_t free_bytes = 0, total_bytes = 0;
@@ -301,65 +426,99 @@ void check_memory(std::size_t bytes) {
   }
 }
 
-// The compressive filter on device memory; `work` holds 2 n float4 and 2 n floats.
-void compressive_device(const float* d_in, float* d_out, const Dims& dims, const BilateralParams& params,
-                        const std::array<int, 3>& radius, const CompressiveSettings& settings, float lo, float4* work,
-                        cudaStream_t stream) {
-  const long long n = dims.count();
-  float4* a = work;
-  float4* b = work + n;
-  float* numerator = reinterpret_cast<float*>(work + 2 * n);
-  float* denominator = numerator + n;
-  CTD_CUDA_CHECK(cudaMemsetAsync(numerator, 0, 2 * n * sizeof(float), stream));
-  const bool flat = dims.is_2d();
-  const bool mm = params.spatial_unit == SpatialUnit::Millimetre;
-  PassParams axis_params[3];
-  for (int axis = 0; axis < (flat ? 2 : 3); ++axis) {
-    PassParams& p = axis_params[axis];
-    p = PassParams{};
-    p.nx = int(dims.nx);
-    p.ny = int(dims.ny);
-    p.nz = int(dims.nz);
-    p.axis = axis;
-    p.radius = radius[axis];
-    p.lo = lo;
-    p.inv_period = float(1.0 / settings.period);
-    const double step = mm ? params.spacing[axis] : 1.0;
-    std::vector<double> taps;
-    for (int i = -p.radius; i <= p.radius; ++i) {
-      taps.push_back(std::exp(-(i * step) * (i * step) / (2.0 * params.sigma_spatial * params.sigma_spatial)));
-    }
-    double total = 0;
-    for (double t : taps) total += t;
-    for (std::size_t i = 0; i < taps.size(); ++i) p.g[i] = float(taps[i] / total);  // sums to 1: G 1 = 1
+double sigma_voxels(const BilateralParams& params, int axis) {
+  return params.spatial_unit == SpatialUnit::Millimetre ? params.sigma_spatial / params.spacing[axis]
+                                                        : double(params.sigma_spatial);
+}
+
+Lines lines_along(const Dims& dims, int axis) { return {int(dims.nx), int(dims.ny), int(dims.nz), axis}; }
+
+// float4 samples the recursive passes keep beyond the end of every line (the largest axis).
+std::size_t recursive_tail_count(const Dims& dims, const BilateralParams& params) {
+  if (params.gaussian != BilateralParams::Gaussian::Recursive) return 0;
+  std::size_t most = 0;
+  for (int axis = 0; axis < (dims.is_2d() ? 2 : 3); ++axis) {
+    const Lines L = lines_along(dims, axis);
+    const auto pad = std::size_t(detail::RecursiveGaussianCoefficients(sigma_voxels(params, axis)).pad);
+    most = std::max(most, std::size_t(L.count()) * std::size_t(L.others()) * pad);
   }
-  auto launch = [&](auto kernel, const void* in, float4* out, PassParams p) {
-    const int n_axis = p.axis == 0 ? p.nx : p.axis == 1 ? p.ny : p.nz;
-    const int n_lines = p.axis == 0 ? p.ny : p.nx;
-    const int others = p.axis == 2 ? p.ny : p.nz;
-    const dim3 grid(unsigned((n_axis + kPassTile - 1) / kPassTile), unsigned((n_lines + kLines - 1) / kLines),
-                    unsigned(others));
-    const std::size_t bytes = pass_bytes(p.radius);
-    CTD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
-    kernel<<<grid, dim3(kLines, kPassGroups), bytes, stream>>>(in, out, d_in, numerator, denominator, p);
-    CTD_CUDA_CHECK_LAUNCH();
-  };
-  const double omega = 2.0 * M_PI / settings.period;
-  for (int m = 0; m <= settings.terms; ++m) {  // m = 0: the DC term, G f and G 1
-    const float weight = m == 0 ? 1.0f : float(2.0 * std::exp(-0.5 * std::pow(omega * m * params.sigma_range, 2)));
-    for (PassParams& p : axis_params) {
-      p.m = m;
-      p.a = weight;
-    }
-    launch(compressive_pass_kernel<0>, d_in, a, axis_params[0]);
-    if (flat) {
-      launch(compressive_pass_kernel<2>, a, nullptr, axis_params[1]);
+  return most;
+}
+
+struct CompressiveWork {
+  float4 *a, *b, *tail;  // a, b: n samples each (float4, or float for the DC term)
+  float *numerator, *denominator;
+};
+
+// One term of the series through the x, y (and z) passes, V = float for the DC term.
+template <typename V>
+void compressive_term(const float* d_in, const Dims& dims, const BilateralParams& params,
+                      const std::array<int, 3>& radius, const Term& term, const CompressiveWork& w,
+                      cudaStream_t stream) {
+  const int axes = dims.is_2d() ? 2 : 3;
+  V* a = reinterpret_cast<V*>(w.a);
+  V* b = reinterpret_cast<V*>(w.b);
+  for (int axis = 0; axis < axes; ++axis) {
+    const int mode = axis == 0 ? 0 : axis == axes - 1 ? 2 : 1;
+    const V* in = axis % 2 == 1 ? a : b;  // x reads f; y: a -> b; z: b -> (a)
+    V* out = axis % 2 == 1 ? b : a;
+    const Lines L = lines_along(dims, axis);
+    if (params.gaussian == BilateralParams::Gaussian::Recursive) {
+      const detail::RecursiveGaussianCoefficients c(sigma_voxels(params, axis));
+      const RecursiveParams p{L, int(c.pad), float(c.B), float(c.b1), float(c.b2), float(c.b3), term};
+      const dim3 grid(unsigned((L.count() + kRecursiveThreads - 1) / kRecursiveThreads), unsigned(L.others()));
+      auto launch = [&](auto kernel) {
+        kernel<<<grid, kRecursiveThreads, 0, stream>>>(in, out, reinterpret_cast<V*>(w.tail), d_in, w.numerator,
+                                                       w.denominator, p);
+      };
+      if (mode == 0) launch(recursive_pass_kernel<V, 0>);
+      if (mode == 1) launch(recursive_pass_kernel<V, 1>);
+      if (mode == 2) launch(recursive_pass_kernel<V, 2>);
     } else {
-      launch(compressive_pass_kernel<1>, a, b, axis_params[1]);
-      launch(compressive_pass_kernel<2>, b, nullptr, axis_params[2]);
+      PassParams p{};
+      p.lines = L;
+      p.radius = radius[axis];
+      p.taps8 = padded_taps(p.radius);
+      p.term = term;
+      const double step = params.spatial_unit == SpatialUnit::Millimetre ? params.spacing[axis] : 1.0;
+      std::vector<double> taps;
+      for (int i = -p.radius; i <= p.radius; ++i) {
+        taps.push_back(std::exp(-(i * step) * (i * step) / (2.0 * params.sigma_spatial * params.sigma_spatial)));
+      }
+      double total = 0;
+      for (double t : taps) total += t;
+      for (std::size_t i = 0; i < taps.size(); ++i) p.g[i] = float(taps[i] / total);  // sums to 1: G 1 = 1
+      const dim3 grid(unsigned((L.length() + kPassTile - 1) / kPassTile), unsigned((L.count() + kLines - 1) / kLines),
+                      unsigned(L.others()));
+      const std::size_t bytes = pass_bytes<V>(p.radius);
+      auto launch = [&](auto kernel) {
+        CTD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+        kernel<<<grid, dim3(kLines, kPassGroups), bytes, stream>>>(in, out, d_in, w.numerator, w.denominator, p);
+      };
+      if (mode == 0) launch(compressive_pass_kernel<V, 0>);
+      if (mode == 1) launch(compressive_pass_kernel<V, 1>);
+      if (mode == 2) launch(compressive_pass_kernel<V, 2>);
+    }
+    CTD_CUDA_CHECK_LAUNCH();
+  }
+}
+
+// The compressive filter on device memory.
+void compressive_device(const float* d_in, float* d_out, const Dims& dims, const BilateralParams& params,
+                        const std::array<int, 3>& radius, const CompressiveSettings& settings, float lo,
+                        const CompressiveWork& work, cudaStream_t stream) {
+  const double omega = 2.0 * M_PI / settings.period;
+  for (int m = 0; m <= settings.terms; ++m) {  // m = 0 first: it writes numerator and denominator
+    const Term term{lo, float(1.0 / settings.period),
+                    m == 0 ? 1.0f : float(2.0 * std::exp(-0.5 * std::pow(omega * m * params.sigma_range, 2))), m};
+    if (m == 0) {
+      compressive_term<float>(d_in, dims, params, radius, term, work, stream);
+    } else {
+      compressive_term<float4>(d_in, dims, params, radius, term, work, stream);
     }
   }
-  divide_kernel<<<unsigned((n + 255) / 256), 256, 0, stream>>>(numerator, denominator, d_out, n);
+  const long long n = dims.count();
+  divide_kernel<<<unsigned((n + 255) / 256), 256, 0, stream>>>(work.numerator, work.denominator, d_out, n);
   CTD_CUDA_CHECK_LAUNCH();
 }
 
@@ -376,12 +535,16 @@ void check_bilateral_supported(const Dims& dims, const BilateralParams& params, 
     throw Error(ErrorKind::Unsupported, "volumes of 2^31 voxels or more are not supported on CUDA yet");
   }
   const int rz = dims.is_2d() ? 0 : radius[2];
+  const bool recursive = algorithm == BilateralAlgorithm::Compressive &&
+                         params.gaussian == BilateralParams::Gaussian::Recursive;  // no window
   // The exact kernels tabulate each axis (kMaxAxisTaps), the compressive passes their 1D Gaussian
   // (2 kMaxAxisTaps + 1 taps: sigma_s up to 85 voxels).
   const int max_radius = algorithm == BilateralAlgorithm::Compressive ? kMaxAxisTaps : (kMaxAxisTaps - 1) / 2;
-  if (std::max({radius[0], radius[1], rz}) > max_radius) {
+  if (!recursive && std::max({radius[0], radius[1], rz}) > max_radius) {
     throw Error(ErrorKind::Unsupported, "a bilateral window radius above " + std::to_string(max_radius) + " voxels is "
-                                        "not supported by the CUDA " + std::string(to_string(algorithm)) + " filter");
+                                        "not supported by the CUDA " + std::string(to_string(algorithm)) + " filter" +
+                                        (algorithm == BilateralAlgorithm::Compressive ? " (--gaussian recursive has no "
+                                                                                        "window)" : ""));
   }
   if (algorithm == BilateralAlgorithm::Tiled) {
     const BfParams k = make_params(dims, params, radius);
@@ -392,15 +555,12 @@ void check_bilateral_supported(const Dims& dims, const BilateralParams& params, 
                                               "memory; this window is too large: use --algorithm fused");
     }
   }
-  if (algorithm == BilateralAlgorithm::Compressive) {
-    if (params.gaussian == BilateralParams::Gaussian::Recursive) {
-      throw Error(ErrorKind::Unsupported, "the recursive Gaussian of the compressive filter runs on the CPU only; on "
-                                          "CUDA use the direct passes (--gaussian direct)");
-    }
+  if (algorithm == BilateralAlgorithm::Compressive && !recursive) {
     for (int axis = 0; axis < (dims.is_2d() ? 2 : 3); ++axis) {
-      if (pass_bytes(radius[axis]) > max_shared_bytes()) {
+      if (pass_bytes<float4>(radius[axis]) > max_shared_bytes()) {
         throw Error(ErrorKind::Unsupported, "the compressive filter's window radius " + std::to_string(radius[axis]) +
-                                                " is too large for shared memory on this device");
+                                                " is too large for shared memory on this device (--gaussian recursive "
+                                                "has no window)");
       }
     }
   }
@@ -413,11 +573,13 @@ BilateralTimes bilateral_host(ConstVolumeView<float> in, VolumeView<float> out, 
   const BfParams k = make_params(in.dims, params, radius);
   const long long taps = (2LL * k.rx + 1) * (2LL * k.ry + 1) * (2LL * k.rz + 1);
   const bool compressive = algorithm == BilateralAlgorithm::Compressive;
-  const std::size_t work_bytes = compressive ? std::size_t(n) * (2 * sizeof(float4) + 2 * sizeof(float)) : 0;
-  check_memory(2 * std::size_t(n) * sizeof(float) + work_bytes + std::size_t(taps) * sizeof(float));
+  // Compressive: a, b (n float4 each), numerator and denominator (n float each), the recursive tails.
+  const std::size_t tail = compressive ? recursive_tail_count(in.dims, params) : 0;
+  const std::size_t work_count = compressive ? 3 * std::size_t(n) + tail : 0;
+  check_memory(2 * std::size_t(n) * sizeof(float) + work_count * sizeof(float4) + std::size_t(taps) * sizeof(float));
   Stream stream;
   DeviceBuffer<float> d_in{std::size_t(n)}, d_out{std::size_t(n)};
-  DeviceBuffer<float4> work(compressive ? std::size_t(n) * 3 : 0);  // 2 n float4 + 2 n float = 3 n float4
+  DeviceBuffer<float4> work(work_count);
   DeviceBuffer<float> spatial(algorithm == BilateralAlgorithm::Naive ? std::size_t(taps) : 0);
   Event start, stop;
   CTD_CUDA_CHECK(cudaMemcpyAsync(d_in.data(), in.data, n * sizeof(float), cudaMemcpyHostToDevice, stream.get()));
@@ -455,9 +617,13 @@ BilateralTimes bilateral_host(ConstVolumeView<float> in, VolumeView<float> out, 
       bf_fused_kernel<<<grid, dim3(kFusedBx, kFusedBy), 0, stream.get()>>>(d_in.data(), d_out.data(), k);
       break;
     }
-    case BilateralAlgorithm::Compressive:
-      compressive_device(d_in.data(), d_out.data(), in.dims, params, radius, settings, lo, work.data(), stream.get());
+    case BilateralAlgorithm::Compressive: {
+      float4* a = work.data();
+      float* sums = reinterpret_cast<float*>(a + 2 * n);
+      const CompressiveWork w{a, a + n, a + 3 * n, sums, sums + n};
+      compressive_device(d_in.data(), d_out.data(), in.dims, params, radius, settings, lo, w, stream.get());
       break;
+    }
     default: throw Error(ErrorKind::Unsupported, "internal: no CUDA bilateral variant " + std::string(to_string(algorithm)));
   }
   CTD_CUDA_CHECK_LAUNCH();
