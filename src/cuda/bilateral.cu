@@ -284,16 +284,19 @@ __global__ void __launch_bounds__(kLines* kPassGroups) compressive_pass_kernel(c
   const int span = kPassTile + p.taps8;   // outputs a0 .. a0 + 63 read a0 - r .. a0 + 63 - r + taps8
   const int a0 = blockIdx.x * kPassTile;  // first output along the axis
   const int line0 = blockIdx.y * kLines, other = blockIdx.z;
-  const int tid = threadIdx.y * kLines + threadIdx.x;
-  for (int i = tid; i < span * kLines; i += kLines * kPassGroups) {
-    // axis x: consecutive threads along the position (contiguous in memory); else along the line.
-    const int position = L.axis == 0 ? i % span : i / kLines;
-    const int line = L.axis == 0 ? i / span : i % kLines;
-    const long long at = L.address(min(line0 + line, n_lines - 1), other, mirror(a0 - p.radius + position, n_axis));
-    if constexpr (MODE == 0) {
-      tile[position * kPassStride + line] = channels<V>(f[at], p.term);
-    } else {
-      tile[position * kPassStride + line] = in[at];
+  // Along x the lanes walk positions (contiguous in memory), along y and z the lines.
+  const bool lanes_on_positions = L.axis == 0;
+  const int lane = threadIdx.x, group = threadIdx.y;
+  for (int line = lanes_on_positions ? group : lane; line < kLines; line += lanes_on_positions ? kPassGroups : kLines) {
+    const int l = min(line0 + line, n_lines - 1);
+    for (int position = lanes_on_positions ? lane : group; position < span;
+         position += lanes_on_positions ? kLines : kPassGroups) {
+      const long long at = L.address(l, other, mirror(a0 - p.radius + position, n_axis));
+      if constexpr (MODE == 0) {
+        tile[position * kPassStride + line] = channels<V>(f[at], p.term);
+      } else {
+        tile[position * kPassStride + line] = in[at];
+      }
     }
   }
   __syncthreads();
