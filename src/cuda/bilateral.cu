@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace ctd::cuda {
@@ -249,18 +250,18 @@ __device__ __forceinline__ void madd(float4& acc, float g, const float4& v) {
   acc.w = fmaf(g, v.w, acc.w);
 }
 
-// The last pass of a term: G of the channels at voxel `at` into numerator and denominator.
-__device__ __forceinline__ void accumulate(float g, long long at, const float*, float* numerator, float* denominator,
-                                           const Term&) {
-  numerator[at] = g;  // DC term, first: G f and G 1 = 1
-  denominator[at] = 1.0f;
+// The last pass of a term at one voxel: from G of the channels and f there, what the term adds to
+// the numerator and the denominator.
+__device__ __forceinline__ float2 contribution(float g, float, const Term&) {
+  return make_float2(g, 1.0f);  // DC term: G f and G 1 = 1
 }
-__device__ __forceinline__ void accumulate(const float4& g, long long at, const float* f, float* numerator,
-                                           float* denominator, const Term& t) {
-  const float4 c = channels<float4>(f[at], t);  // (c f, s f, c, s) of the centre voxel
-  numerator[at] += t.a * (c.z * g.x + c.w * g.y);
-  denominator[at] += t.a * (c.z * g.z + c.w * g.w);
+__device__ __forceinline__ float2 contribution(const float4& g, float f, const Term& t) {
+  const float4 c = channels<float4>(f, t);  // (c f, s f, c, s) of the centre voxel
+  return make_float2(t.a * (c.z * g.x + c.w * g.y), t.a * (c.z * g.z + c.w * g.w));
 }
+// The DC term runs first and writes; the others add.
+template <typename V>
+constexpr bool kWritesSums = std::is_same_v<V, float>;
 
 struct PassParams {
   Lines lines;
@@ -284,18 +285,29 @@ __global__ void __launch_bounds__(kLines* kPassGroups) compressive_pass_kernel(c
   const int span = kPassTile + p.taps8;   // outputs a0 .. a0 + 63 read a0 - r .. a0 + 63 - r + taps8
   const int a0 = blockIdx.x * kPassTile;  // first output along the axis
   const int line0 = blockIdx.y * kLines, other = blockIdx.z;
-  // Along x the lanes walk positions (contiguous in memory), along y and z the lines.
+  // Along x the lanes walk positions (contiguous in memory), along y and z the lines. Loads go in
+  // batches of 4 per thread, all issued before their stores: the pass waits here, not on its FMAs.
+  constexpr int kBatch = 4;
   const bool lanes_on_positions = L.axis == 0;
   const int lane = threadIdx.x, group = threadIdx.y;
+  const int step = lanes_on_positions ? kLines : kPassGroups;
   for (int line = lanes_on_positions ? group : lane; line < kLines; line += lanes_on_positions ? kPassGroups : kLines) {
     const int l = min(line0 + line, n_lines - 1);
-    for (int position = lanes_on_positions ? lane : group; position < span;
-         position += lanes_on_positions ? kLines : kPassGroups) {
-      const long long at = L.address(l, other, mirror(a0 - p.radius + position, n_axis));
-      if constexpr (MODE == 0) {
-        tile[position * kPassStride + line] = channels<V>(f[at], p.term);
-      } else {
-        tile[position * kPassStride + line] = in[at];
+    for (int base = lanes_on_positions ? lane : group; base < span; base += kBatch * step) {
+      V v[kBatch];
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        const int position = min(base + b * step, span - 1);
+        const long long at = L.address(l, other, mirror(a0 - p.radius + position, n_axis));
+        if constexpr (MODE == 0) {
+          v[b] = channels<V>(f[at], p.term);
+        } else {
+          v[b] = in[at];
+        }
+      }
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        if (base + b * step < span) tile[(base + b * step) * kPassStride + line] = v[b];
       }
     }
   }
@@ -324,12 +336,29 @@ __global__ void __launch_bounds__(kLines* kPassGroups) compressive_pass_kernel(c
 #pragma unroll
   for (int o = 0; o < kPassRun; ++o) {
     const int position = a0 + first + o;
-    if (position >= n_axis) break;
-    const long long at = L.address(line0 + line, other, position);
-    if constexpr (MODE == 2) {
-      accumulate(acc[o], at, f, numerator, denominator, p.term);
-    } else {
-      out[at] = acc[o];
+    if (position < n_axis && MODE != 2) out[L.address(line0 + line, other, position)] = acc[o];
+  }
+  if constexpr (MODE == 2) {
+    // All 8 outputs' loads first, then the sums: one memory latency, not eight.
+    float fv[kPassRun], num[kPassRun] = {}, den[kPassRun] = {};
+#pragma unroll
+    for (int o = 0; o < kPassRun; ++o) {
+      const int position = min(a0 + first + o, n_axis - 1);
+      const long long at = L.address(line0 + line, other, position);
+      fv[o] = f[at];
+      if constexpr (!kWritesSums<V>) {
+        num[o] = numerator[at];
+        den[o] = denominator[at];
+      }
+    }
+#pragma unroll
+    for (int o = 0; o < kPassRun; ++o) {
+      const int position = a0 + first + o;
+      if (position >= n_axis) continue;
+      const long long at = L.address(line0 + line, other, position);
+      const float2 c = contribution(acc[o], fv[o], p.term);
+      numerator[at] = num[o] + c.x;
+      denominator[at] = den[o] + c.y;
     }
   }
 }
@@ -418,7 +447,9 @@ __global__ void __launch_bounds__(kRecursiveThreads) recursive_pass_kernel(const
     w1 = w;
     if (j < n) {
       if constexpr (MODE == 2) {
-        accumulate(w.value(), at, f, numerator, denominator, p.term);
+        const float2 c = contribution(w.value(), f[at], p.term);
+        numerator[at] = kWritesSums<V> ? c.x : numerator[at] + c.x;
+        denominator[at] = kWritesSums<V> ? c.y : denominator[at] + c.y;
       } else {
         fwd[at] = w.value();
       }
