@@ -291,14 +291,17 @@ __global__ void __launch_bounds__(kLines* kPassGroups) compressive_pass_kernel(c
   const bool lanes_on_positions = L.axis == 0;
   const int lane = threadIdx.x, group = threadIdx.y;
   const int step = lanes_on_positions ? kLines : kPassGroups;
+  const int start = a0 - p.radius;
+  const bool inside = start >= 0 && start + span <= n_axis;  // block-uniform: no mirror needed
+  const long long stride = L.address(0, 0, 1) - L.address(0, 0, 0);
   for (int line = lanes_on_positions ? group : lane; line < kLines; line += lanes_on_positions ? kPassGroups : kLines) {
-    const int l = min(line0 + line, n_lines - 1);
+    const long long line_start = L.address(min(line0 + line, n_lines - 1), other, 0);
     for (int base = lanes_on_positions ? lane : group; base < span; base += kBatch * step) {
       V v[kBatch];
 #pragma unroll
       for (int b = 0; b < kBatch; ++b) {
-        const int position = min(base + b * step, span - 1);
-        const long long at = L.address(l, other, mirror(a0 - p.radius + position, n_axis));
+        const int position = min(start + base + b * step, start + span - 1);
+        const long long at = line_start + (inside ? position : mirror(position, n_axis)) * stride;
         if constexpr (MODE == 0) {
           v[b] = channels<V>(f[at], p.term);
         } else {
