@@ -152,6 +152,45 @@ __device__ __forceinline__ bool window_inside(const KernelParams& k, int x0, int
          z0 + tz + k.rsz <= k.nz;
 }
 
+// Pass A of one thread: the squared differences along its run of N + 2 RP values of a tile row,
+// between its own values and those shifted by the displacement, summed over each patch row into
+// N entries of H (float4 stores).
+template <int RP, int N, bool UNIFORM>
+__device__ __forceinline__ void row_patch_sums(const float (&own)[N + 2 * RP], const float* shifted, float* dst,
+                                               const float* g) {
+  float e[N + 2 * RP];
+#pragma unroll
+  for (int j = 0; j < N + 2 * RP; ++j) {
+    const float d = own[j] - shifted[j];
+    e[j] = d * d;
+  }
+  float h[N];
+  patch_sums<RP, N, UNIFORM>(e, h, g);
+  float4* out = reinterpret_cast<float4*>(dst);
+#pragma unroll
+  for (int m = 0; m < N / 4; ++m) out[m] = make_float4(h[4 * m], h[4 * m + 1], h[4 * m + 2], h[4 * m + 3]);
+}
+
+// The window walk of the 2D kernels: pass A runs one displacement ahead of pass B, into the other
+// half of the double buffer H (hbuf floats each); interior blocks skip pass B's border tests.
+template <typename PassA, typename PassB>
+__device__ __forceinline__ void walk_double_buffered(WindowWalk walk, float* H, int hbuf, bool inside, PassA pass_a,
+                                                     PassB pass_b) {
+  if (walk.left > 0) pass_a(walk.dx, walk.dy, H);
+  __syncthreads();
+  for (int buffer = 0; walk.left > 0; buffer ^= 1) {
+    const int dx = walk.dx, dy = walk.dy;
+    walk.step();
+    if (walk.left > 0) pass_a(walk.dx, walk.dy, H + (buffer ^ 1) * hbuf);
+    if (inside) {
+      pass_b(dx, dy, H + buffer * hbuf, std::false_type{});
+    } else {
+      pass_b(dx, dy, H + buffer * hbuf, std::true_type{});
+    }
+    __syncthreads();
+  }
+}
+
 template <int RP, bool UNIFORM, bool CENTRE_MAX>
 __global__ void __launch_bounds__(kThreads, 3) nlm_slide2d_kernel(const float* __restrict__ u, float* __restrict__ out,
                                                                   KernelParams k, Partials partials) {
@@ -182,19 +221,7 @@ __global__ void __launch_bounds__(kThreads, 3) nlm_slide2d_kernel(const float* _
   const bool inside = window_inside(k, x0, y0, 0, kTx2, kTy2, 0);
 
   auto pass_a = [&](int dx, int dy, float* Hx) {
-    if (!a_active) return;
-    const float* shifted = U + a_base + dy * l.sx + dx;
-    float e[kRunA];
-#pragma unroll
-    for (int j = 0; j < kRunA; ++j) {
-      const float d = own[j] - shifted[j];
-      e[j] = d * d;
-    }
-    float h[kChunk2];
-    patch_sums<RP, kChunk2, UNIFORM>(e, h, k.g);
-    float4* dst = reinterpret_cast<float4*>(Hx + ra * kHs2 + ca * kChunk2);
-#pragma unroll
-    for (int m = 0; m < kChunk2 / 4; ++m) dst[m] = make_float4(h[4 * m], h[4 * m + 1], h[4 * m + 2], h[4 * m + 3]);
+    if (a_active) row_patch_sums<RP, kChunk2, UNIFORM>(own, U + a_base + dy * l.sx + dx, Hx + ra * kHs2 + ca * kChunk2, k.g);
   };
   auto pass_b = [&](int dx, int dy, const float* Hx, auto check_border) {
     constexpr bool kCheck = decltype(check_border)::value;
@@ -213,21 +240,7 @@ __global__ void __launch_bounds__(kThreads, 3) nlm_slide2d_kernel(const float* _
     }
   };
 
-  // Pass A runs one displacement ahead of pass B, into the other half of the double buffer.
-  WindowWalk walk = WindowWalk::part_of(k, blockIdx.z, gridDim.z);
-  if (walk.left > 0) pass_a(walk.dx, walk.dy, H);
-  __syncthreads();
-  for (int buffer = 0; walk.left > 0; buffer ^= 1) {
-    const int dx = walk.dx, dy = walk.dy;
-    walk.step();
-    if (walk.left > 0) pass_a(walk.dx, walk.dy, H + (buffer ^ 1) * hbuf);
-    if (inside) {
-      pass_b(dx, dy, H + buffer * hbuf, std::false_type{});
-    } else {
-      pass_b(dx, dy, H + buffer * hbuf, std::true_type{});
-    }
-    __syncthreads();
-  }
+  walk_double_buffered(WindowWalk::part_of(k, blockIdx.z, gridDim.z), H, hbuf, inside, pass_a, pass_b);
 
   if (x >= k.nx) return;
 #pragma unroll
@@ -271,19 +284,10 @@ __global__ void __launch_bounds__(kThreads, 2) nlm_slide3d_kernel(const float* _
   const bool inside = window_inside(k, x0, y0, z0, kTx3, kTy3, kTz3);
 
   auto pass_a = [&](int dx, int dy, int dz) {
-    if (!a_active) return;
-    const float* shifted = U + a_base + dz * plane + dy * l.sx + dx;
-    float e[kRunA];
-#pragma unroll
-    for (int j = 0; j < kRunA; ++j) {
-      const float d = own[j] - shifted[j];
-      e[j] = d * d;
+    if (a_active) {
+      row_patch_sums<RP, kTx3, UNIFORM>(own, U + a_base + dz * plane + dy * l.sx + dx, Hx + (rz * kRowsY + ry) * kHs3,
+                                        k.g);
     }
-    float h[kTx3];
-    patch_sums<RP, kTx3, UNIFORM>(e, h, k.g);
-    float4* dst = reinterpret_cast<float4*>(Hx + (rz * kRowsY + ry) * kHs3);
-#pragma unroll
-    for (int m = 0; m < kTx3 / 4; ++m) dst[m] = make_float4(h[4 * m], h[4 * m + 1], h[4 * m + 2], h[4 * m + 3]);
   };
   auto pass_b = [&]() {
     for (int i = tid; i < kTx3 * kPlanes; i += kThreads) {
@@ -450,19 +454,7 @@ __global__ void __launch_bounds__(kThreads, CENTRE_MAX ? 2 : 3) nlm_sym2d_kernel
   __syncthreads();
 
   auto pass_a = [&](int dx, int dy, float* Hx) {
-    if (!a_active) return;
-    const float* shifted = U + a_base + dy * l.sx + dx;
-    float e[kRunA];
-#pragma unroll
-    for (int j = 0; j < kRunA; ++j) {
-      const float d = own[j] - shifted[j];
-      e[j] = d * d;
-    }
-    float h[kChunk2];
-    patch_sums<RP, kChunk2, UNIFORM>(e, h, k.g);
-    float4* dst = reinterpret_cast<float4*>(Hx + ra * kHs2 + ca * kChunk2);
-#pragma unroll
-    for (int m = 0; m < kChunk2 / 4; ++m) dst[m] = make_float4(h[4 * m], h[4 * m + 1], h[4 * m + 2], h[4 * m + 3]);
+    if (a_active) row_patch_sums<RP, kChunk2, UNIFORM>(own, U + a_base + dy * l.sx + dx, Hx + ra * kHs2 + ca * kChunk2, k.g);
   };
   auto pass_b = [&](int dx, int dy, const float* Hx, auto check_border) {
     constexpr bool kCheck = decltype(check_border)::value;
@@ -487,20 +479,7 @@ __global__ void __launch_bounds__(kThreads, CENTRE_MAX ? 2 : 3) nlm_sym2d_kernel
     }
   };
 
-  WindowWalk walk(k, part.begin, part.end);
-  if (walk.left > 0) pass_a(walk.dx, walk.dy, H);
-  __syncthreads();
-  for (int buffer = 0; walk.left > 0; buffer ^= 1) {
-    const int dx = walk.dx, dy = walk.dy;
-    walk.step();
-    if (walk.left > 0) pass_a(walk.dx, walk.dy, H + (buffer ^ 1) * hbuf);
-    if (inside) {
-      pass_b(dx, dy, H + buffer * hbuf, std::false_type{});
-    } else {
-      pass_b(dx, dy, H + buffer * hbuf, std::true_type{});
-    }
-    __syncthreads();
-  }
+  walk_double_buffered(WindowWalk(k, part.begin, part.end), H, hbuf, inside, pass_a, pass_b);
 
   // This block's S, then its own sums; the combine kernel adds them up.
   float* region = regions + ((std::size_t(blockIdx.z) * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x) *
