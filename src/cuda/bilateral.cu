@@ -406,7 +406,8 @@ struct State<float4> {
   }
 };
 
-// One thread per line. Positions -pad .. n + pad - 1 (mirror); the causal pass stores its output
+// Along y and z (MODE 1, 2): one thread per line, neighbouring threads on neighbouring x, so every
+// access is coalesced. Positions -pad .. n + pad - 1 (mirror); the causal pass stores its output
 // for positions 0 .. n - 1 in `fwd` and for n .. n + pad - 1 in `tail`; the anti-causal pass
 // reads them back from the end and writes (MODE 1: into `fwd`, in place) or accumulates (MODE 2).
 template <typename V, int MODE>
@@ -421,14 +422,8 @@ __global__ void __launch_bounds__(kRecursiveThreads) recursive_pass_kernel(const
   if (line >= n_lines) return;
   const long long lines_total = (long long)n_lines * L.others();
   V* line_tail = tail + (long long)other * n_lines + line;  // sample k at line_tail[k * lines_total]
-  auto input = [&](int position) -> V {
-    const long long at = L.address(line, other, mirror(position, n));
-    if constexpr (MODE == 0) {
-      return channels<V>(f[at], p.term);
-    } else {
-      return in[at];
-    }
-  };
+  static_assert(MODE == 1 || MODE == 2, "the x pass is recursive_x_kernel");
+  auto input = [&](int position) { return in[L.address(line, other, mirror(position, n))]; };
   State<V> w1(input(-p.pad)), w2 = w1, w3 = w1;  // the steady state of the first sample
   for (int j = -p.pad; j < n + p.pad; ++j) {
     const State<V> w = w1.step(input(j), w2, w3, p);
@@ -457,6 +452,77 @@ __global__ void __launch_bounds__(kRecursiveThreads) recursive_pass_kernel(const
         fwd[at] = w.value();
       }
     }
+  }
+}
+
+// Along x (the first pass, from f): each warp takes 32 lines (neighbouring y) and walks them in
+// chunks of 32 positions, staged through shared memory so that loads and stores run along x
+// (coalesced) while each lane runs the recursion of its own line. The tail of each line is kept
+// line by line: tail[line * pad + k].
+constexpr int kXWarps = 2;
+
+template <typename V>
+__global__ void __launch_bounds__(kXWarps * 32) recursive_x_kernel(V* __restrict__ fwd, V* __restrict__ tail,
+                                                                   const float* __restrict__ f, RecursiveParams p) {
+  __shared__ V tiles[kXWarps][32][33];  // [position in chunk][line], padded: conflict-free both ways
+  const Lines& L = p.lines;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int nx = L.nx, ny = L.ny, pad = p.pad, m = nx + 2 * pad;
+  const int y0 = (blockIdx.x * kXWarps + warp) * 32, z = blockIdx.y;
+  if (y0 >= ny) return;  // whole warps
+  V(*t)[33] = tiles[warp];
+  const int lines = min(32, ny - y0);
+  const long long row0 = ((long long)z * ny + y0) * nx;  // line i starts at row0 + i nx
+  V* line_tails = tail + ((long long)z * ny + y0) * pad;
+  State<V> w1, w2, w3;
+  for (int c0 = 0; c0 < m; c0 += 32) {  // chunk: positions c0 - pad .. c0 - pad + 31
+    const int j = c0 - pad + lane, count = min(32, m - c0);
+    if (lane < count) {
+      for (int i = 0; i < 32; ++i) t[lane][i] = channels<V>(f[row0 + min(i, lines - 1) * (long long)nx + mirror(j, nx)], p.term);
+    }
+    __syncwarp();
+    if (c0 == 0) w1 = w2 = w3 = State<V>(t[0][lane]);  // the steady state of the first sample
+    for (int q = 0; q < count; ++q) {
+      const State<V> w = w1.step(t[q][lane], w2, w3, p);
+      w3 = w2;
+      w2 = w1;
+      w1 = w;
+      t[q][lane] = w.value();
+    }
+    __syncwarp();
+    if (lane < count && j >= 0) {
+      for (int i = 0; i < lines; ++i) {
+        if (j < nx) {
+          fwd[row0 + i * (long long)nx + j] = t[lane][i];
+        } else {
+          line_tails[i * pad + j - nx] = t[lane][i];
+        }
+      }
+    }
+    __syncwarp();
+  }
+  w2 = w3 = w1;  // the anti-causal pass starts in the steady state of the last causal output
+  for (int hi = nx + pad - 2; hi >= 0; hi -= 32) {  // chunk: positions hi, hi - 1, ... hi - 31
+    const int j = hi - lane, count = min(32, hi + 1);
+    if (j >= 0) {
+      for (int i = 0; i < 32; ++i) {
+        const int l = min(i, lines - 1);
+        t[lane][i] = j >= nx ? line_tails[l * pad + j - nx] : fwd[row0 + l * (long long)nx + j];
+      }
+    }
+    __syncwarp();
+    for (int q = 0; q < count; ++q) {
+      const State<V> w = w1.step(t[q][lane], w2, w3, p);
+      w3 = w2;
+      w2 = w1;
+      w1 = w;
+      t[q][lane] = w.value();
+    }
+    __syncwarp();
+    if (j >= 0 && j < nx) {
+      for (int i = 0; i < lines; ++i) fwd[row0 + i * (long long)nx + j] = t[lane][i];
+    }
+    __syncwarp();
   }
 }
 
@@ -522,12 +588,15 @@ void compressive_term(const float* d_in, const Dims& dims, const BilateralParams
     if (params.gaussian == BilateralParams::Gaussian::Recursive) {
       const detail::RecursiveGaussianCoefficients c(sigma_voxels(params, axis));
       const RecursiveParams p{L, int(c.pad), c.B, c.b1, c.b2, c.b3, term};
+      V* tail = reinterpret_cast<V*>(w.tail);
+      if (mode == 0) {
+        const dim3 grid(unsigned((L.ny + 32 * kXWarps - 1) / (32 * kXWarps)), unsigned(L.nz));
+        recursive_x_kernel<V><<<grid, 32 * kXWarps, 0, stream>>>(out, tail, d_in, p);
+      }
       const dim3 grid(unsigned((L.count() + kRecursiveThreads - 1) / kRecursiveThreads), unsigned(L.others()));
       auto launch = [&](auto kernel) {
-        kernel<<<grid, kRecursiveThreads, 0, stream>>>(in, out, reinterpret_cast<V*>(w.tail), d_in, w.numerator,
-                                                       w.denominator, p);
+        kernel<<<grid, kRecursiveThreads, 0, stream>>>(in, out, tail, d_in, w.numerator, w.denominator, p);
       };
-      if (mode == 0) launch(recursive_pass_kernel<V, 0>);
       if (mode == 1) launch(recursive_pass_kernel<V, 1>);
       if (mode == 2) launch(recursive_pass_kernel<V, 2>);
     } else {
