@@ -28,6 +28,8 @@ const Case kCases[] = {
     {"2D B1-like window", {70, 50, 1}, 2.7f, 30, std::array<int, 3>{8, 8, 1}},
     {"2D per-axis radius", {12, 9, 1}, 2.0f, 30, std::array<int, 3>{1, 3, 1}},
     {"2D radius larger than image", {4, 3, 1}, 3.0f, 30, std::array<int, 3>{6, 7, 1}},
+    {"2D y radius beyond the register column", {30, 40, 1}, 4.0f, 30, std::array<int, 3>{3, 12, 1}},
+    {"3D B3-like window", {21, 37, 13}, 3.3f, 30, std::array<int, 3>{10, 10, 10}},
     {"2x2x2", {2, 2, 2}, 1.0f, 40},
     {"odd non-cubic 3D", {37, 19, 11}, 1.0f, 25},
     {"3D per-axis radius", {8, 6, 7}, 1.7f, 15, std::array<int, 3>{2, 1, 3}},
