@@ -216,7 +216,7 @@ __device__ __forceinline__ float exp2_fma(float x) {
 }
 
 template <int RY>
-__global__ void __launch_bounds__(kFusedBx* kFusedBy) bf_fused_column_kernel(const float* __restrict__ u,
+__global__ void __launch_bounds__(kFusedBx* kFusedBy, 5) bf_fused_column_kernel(const float* __restrict__ u,
                                                                              float* __restrict__ out, BfParams k) {
   constexpr int kColumn = kFusedRun + 2 * RY;
   const int x = blockIdx.x * kFusedBx + threadIdx.x;
