@@ -143,15 +143,17 @@ CompressiveSettings compressive_settings(const BilateralParams& p, double value_
 namespace {
 
 // The variant that runs for `requested` on `device`; Unsupported where it does not exist. Auto on
-// CUDA: tiled up to 1000 window taps (B1, B2, seed 000's Table I: 1.1-7x faster than fused there,
-// bench/results/2026-11-21-h100-bilateral.md), fused beyond (B3: 1.8x faster than tiled).
-BilateralAlgorithm resolve_algorithm(BilateralAlgorithm requested, Device device, const std::array<int, 3>& radius) {
+// CUDA: fused (B1-B3: 1.7-2.8x faster than tiled), except tiled for small images with small
+// windows (seed 000's Table I at 256^2: its grid is too small to fill the GPU with fused's 8
+// outputs per thread; tiled 1.5-2x faster there); bench/results/2026-11-21-h100-bilateral.md.
+BilateralAlgorithm resolve_algorithm(BilateralAlgorithm requested, Device device, const Dims& dims,
+                                     const std::array<int, 3>& radius) {
   const bool cuda_only = requested == BilateralAlgorithm::Naive || requested == BilateralAlgorithm::Tiled ||
                          requested == BilateralAlgorithm::Fused;
   if (device == Device::Cuda) {
     if (requested == BilateralAlgorithm::Auto) {
       const long long taps = (2LL * radius[0] + 1) * (2LL * radius[1] + 1) * (2LL * radius[2] + 1);
-      return taps <= 1000 ? BilateralAlgorithm::Tiled : BilateralAlgorithm::Fused;
+      return dims.count() < 512 * 512 && taps <= 1000 ? BilateralAlgorithm::Tiled : BilateralAlgorithm::Fused;
     }
     if (requested == BilateralAlgorithm::Direct) {
       throw Error(ErrorKind::Unsupported, "the bilateral algorithm 'direct' is the CPU's; on CUDA the exact filter "
@@ -175,7 +177,7 @@ FilterRun bilateral(ConstVolumeView<float> in, VolumeView<float> out, const Bila
   detail::PreparedRun run = detail::prepare_run(in, out, context, "bilateral", true);
   // With the device left to us, a CPU-only variant runs on the CPU rather than failing.
   if (context.device == Device::Auto && params.algorithm == BilateralAlgorithm::Direct) run.device = Device::Cpu;
-  const BilateralAlgorithm algorithm = resolve_algorithm(params.algorithm, run.device, radius);
+  const BilateralAlgorithm algorithm = resolve_algorithm(params.algorithm, run.device, in.dims, radius);
   if (algorithm == BilateralAlgorithm::Compressive && params.gaussian == BilateralParams::Gaussian::Recursive) {
     for (int axis = 0; axis < (in.dims.is_2d() ? 2 : 3); ++axis) {
       const double step = params.spatial_unit == SpatialUnit::Millimetre ? params.spacing[axis] : 1.0;

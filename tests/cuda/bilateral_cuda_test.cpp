@@ -203,6 +203,22 @@ TEST(BilateralCudaProperties, BitIdenticalRerunsAndCloseToCpu) {
   }
 }
 
+// Auto: tiled where the grid is small and the window too (seed 000's 256^2 rows), fused otherwise.
+TEST(BilateralCudaProperties, AutoPicksTiledForSmallImagesAndFusedOtherwise) {
+  CTD_REQUIRE_CUDA_DEVICE();
+  ctd::ExecContext cuda;
+  cuda.device = ctd::Device::Cuda;
+  ctd::BilateralParams p;
+  p.sigma_spatial = 1;  // window 7^2 or 7^3
+  p.sigma_range = 20;
+  for (auto [dims, expected] : {std::pair{ctd::Dims{256, 256, 1}, "tiled"}, std::pair{ctd::Dims{512, 512, 1}, "fused"},
+                                std::pair{ctd::Dims{40, 30, 20}, "tiled"}, std::pair{ctd::Dims{80, 70, 60}, "fused"}}) {
+    const ctd::Volume in = testing_util::random_volume(dims, 3);
+    ctd::Volume out(dims);
+    EXPECT_EQ(ctd::bilateral(in.view(), out.view(), p, cuda).algorithm, expected) << dims.nx << "x" << dims.ny;
+  }
+}
+
 TEST(BilateralCudaProperties, UnsupportedRequestsAreClearErrors) {
   CTD_REQUIRE_CUDA_DEVICE();
   const ctd::Volume in = testing_util::random_volume({16, 16, 4}, 1);
