@@ -144,18 +144,35 @@ __global__ void __launch_bounds__(kTiledX* kTiledY) bf_tiled_kernel(const float*
 
 constexpr int kFusedRun = 8, kFusedBx = 32, kFusedBy = 4;
 
+// The fused kernels' outputs: one thread's run of 8 down a column, values scaled as above.
+struct FusedRun {
+  float centre[kFusedRun], sum[kFusedRun], weight_sum[kFusedRun];
+
+  __device__ FusedRun(const float* u, const BfParams& k, long long plane, int x, int y0, int z) {
+#pragma unroll
+    for (int t = 0; t < kFusedRun; ++t) {
+      centre[t] = y0 + t < k.ny ? __ldg(u + z * plane + (long long)(y0 + t) * k.nx + x) * k.scale : 0.0f;
+      sum[t] = weight_sum[t] = 0.0f;
+    }
+  }
+  __device__ void store(float* out, const BfParams& k, long long plane, int x, int y0, int z) const {
+#pragma unroll
+    for (int t = 0; t < kFusedRun; ++t) {
+      if (y0 + t < k.ny) out[z * plane + (long long)(y0 + t) * k.nx + x] = sum[t] / (weight_sum[t] * k.scale);
+    }
+  }
+};
+
 __global__ void __launch_bounds__(kFusedBx* kFusedBy) bf_fused_kernel(const float* __restrict__ u,
                                                                       float* __restrict__ out, BfParams k) {
   const int x = blockIdx.x * kFusedBx + threadIdx.x;
   const int y0 = (blockIdx.y * kFusedBy + threadIdx.y) * kFusedRun, z = blockIdx.z;
   if (x >= k.nx || y0 >= k.ny) return;
   const long long plane = (long long)k.nx * k.ny;
-  float centre[kFusedRun], sum[kFusedRun], weight_sum[kFusedRun];
-#pragma unroll
-  for (int t = 0; t < kFusedRun; ++t) {
-    centre[t] = y0 + t < k.ny ? __ldg(u + z * plane + (long long)(y0 + t) * k.nx + x) * k.scale : 0.0f;
-    sum[t] = weight_sum[t] = 0.0f;
-  }
+  FusedRun r(u, k, plane, x, y0, z);
+  const float(&centre)[kFusedRun] = r.centre;
+  float(&sum)[kFusedRun] = r.sum;
+  float(&weight_sum)[kFusedRun] = r.weight_sum;
   const bool inside_x = x - k.rx >= 0 && x + k.rx < k.nx;
   for (int kz = -k.rz; kz <= k.rz; ++kz) {
     const float* slice = u + mirror(z + kz, k.nz) * plane;
@@ -183,10 +200,7 @@ __global__ void __launch_bounds__(kFusedBx* kFusedBy) bf_fused_kernel(const floa
       }
     }
   }
-#pragma unroll
-  for (int t = 0; t < kFusedRun; ++t) {
-    if (y0 + t < k.ny) out[z * plane + (long long)(y0 + t) * k.nx + x] = sum[t] / (weight_sum[t] * k.scale);
-  }
+  r.store(out, k, plane, x, y0, z);
 }
 
 // ---- fused with the window's rows in registers (y radius up to kMaxColumnRadius) -----------------
@@ -223,12 +237,10 @@ __global__ void __launch_bounds__(kFusedBx* kFusedBy, 5) bf_fused_column_kernel(
   const int y0 = (blockIdx.y * kFusedBy + threadIdx.y) * kFusedRun, z = blockIdx.z;
   if (x >= k.nx || y0 >= k.ny) return;
   const long long plane = (long long)k.nx * k.ny;
-  float centre[kFusedRun], sum[kFusedRun], weight_sum[kFusedRun];
-#pragma unroll
-  for (int t = 0; t < kFusedRun; ++t) {
-    centre[t] = y0 + t < k.ny ? __ldg(u + z * plane + (long long)(y0 + t) * k.nx + x) * k.scale : 0.0f;
-    sum[t] = weight_sum[t] = 0.0f;
-  }
+  FusedRun r(u, k, plane, x, y0, z);
+  const float(&centre)[kFusedRun] = r.centre;
+  float(&sum)[kFusedRun] = r.sum;
+  float(&weight_sum)[kFusedRun] = r.weight_sum;
   int row[kColumn];  // offsets of rows y0 - RY ... y0 + 7 + RY (mirrored)
 #pragma unroll
   for (int j = 0; j < kColumn; ++j) row[j] = mirror(y0 - RY + j, k.ny) * k.nx;
@@ -256,10 +268,7 @@ __global__ void __launch_bounds__(kFusedBx* kFusedBy, 5) bf_fused_column_kernel(
       }
     }
   }
-#pragma unroll
-  for (int t = 0; t < kFusedRun; ++t) {
-    if (y0 + t < k.ny) out[z * plane + (long long)(y0 + t) * k.nx + x] = sum[t] / (weight_sum[t] * k.scale);
-  }
+  r.store(out, k, plane, x, y0, z);
 }
 
 template <int RY = 0>
