@@ -170,9 +170,6 @@ __global__ void __launch_bounds__(kFusedBx* kFusedBy) bf_fused_kernel(const floa
   if (x >= k.nx || y0 >= k.ny) return;
   const long long plane = (long long)k.nx * k.ny;
   FusedRun r(u, k, plane, x, y0, z);
-  const float(&centre)[kFusedRun] = r.centre;
-  float(&sum)[kFusedRun] = r.sum;
-  float(&weight_sum)[kFusedRun] = r.weight_sum;
   const bool inside_x = x - k.rx >= 0 && x + k.rx < k.nx;
   for (int kz = -k.rz; kz <= k.rz; ++kz) {
     const float* slice = u + mirror(z + kz, k.nz) * plane;
@@ -192,10 +189,10 @@ __global__ void __launch_bounds__(kFusedBx* kFusedBy) bf_fused_kernel(const floa
 #pragma unroll
         for (int t = 0; t < kFusedRun; ++t) {
           if (t < t_lo || t > t_hi) continue;
-          const float d = centre[t] - v;
+          const float d = r.centre[t] - v;
           const float w = fast_exp2(fmaf(-d, d, base[t] + lx));
-          sum[t] = fmaf(w, v, sum[t]);
-          weight_sum[t] += w;
+          r.sum[t] = fmaf(w, v, r.sum[t]);
+          r.weight_sum[t] += w;
         }
       }
     }
@@ -238,9 +235,6 @@ __global__ void __launch_bounds__(kFusedBx* kFusedBy, 5) bf_fused_column_kernel(
   if (x >= k.nx || y0 >= k.ny) return;
   const long long plane = (long long)k.nx * k.ny;
   FusedRun r(u, k, plane, x, y0, z);
-  const float(&centre)[kFusedRun] = r.centre;
-  float(&sum)[kFusedRun] = r.sum;
-  float(&weight_sum)[kFusedRun] = r.weight_sum;
   int row[kColumn];  // offsets of rows y0 - RY ... y0 + 7 + RY (mirrored)
 #pragma unroll
   for (int j = 0; j < kColumn; ++j) row[j] = mirror(y0 - RY + j, k.ny) * k.nx;
@@ -259,11 +253,11 @@ __global__ void __launch_bounds__(kFusedBx* kFusedBy, 5) bf_fused_column_kernel(
         const float spatial = k.ly[ky] + lxz;
 #pragma unroll
         for (int t = 0; t < kFusedRun; ++t) {
-          const float d = centre[t] - v[t + ky];
+          const float d = r.centre[t] - v[t + ky];
           const float a = fmaf(-d, d, spatial);
           const float w = t == kFusedRun - 1 ? exp2_fma(a) : fast_exp2(a);
-          sum[t] = fmaf(w, v[t + ky], sum[t]);
-          weight_sum[t] += w;
+          r.sum[t] = fmaf(w, v[t + ky], r.sum[t]);
+          r.weight_sum[t] += w;
         }
       }
     }
@@ -501,6 +495,23 @@ struct State<float4> {
   }
 };
 
+// The recursion's last three outputs: `push` runs one step and returns its output.
+template <typename V>
+struct Recursion {
+  State<V> w1, w2, w3;
+  // The steady state of a constant signal x (the start of either pass).
+  __device__ void settle(const V& x) { w1 = w2 = w3 = State<V>(x); }
+  // The anti-causal pass starts in the steady state of the causal pass's last output.
+  __device__ void turn() { w2 = w3 = w1; }
+  __device__ V push(const V& x, const RecursiveParams& p) {
+    const State<V> w = w1.step(x, w2, w3, p);
+    w3 = w2;
+    w2 = w1;
+    w1 = w;
+    return w.value();
+  }
+};
+
 // Along y and z (MODE 1, 2): one thread per line, neighbouring threads on neighbouring x, so every
 // access is coalesced. Positions -pad .. n + pad - 1 (mirror); the causal pass stores its output
 // for positions 0 .. n - 1 in `fwd` and for n .. n + pad - 1 in `tail`; the anti-causal pass
@@ -519,32 +530,27 @@ __global__ void __launch_bounds__(kRecursiveThreads) recursive_pass_kernel(const
   V* line_tail = tail + (long long)other * n_lines + line;  // sample k at line_tail[k * lines_total]
   static_assert(MODE == 1 || MODE == 2, "the x pass is recursive_x_kernel");
   auto input = [&](int position) { return in[L.address(line, other, mirror(position, n))]; };
-  State<V> w1(input(-p.pad)), w2 = w1, w3 = w1;  // the steady state of the first sample
+  Recursion<V> r;
+  r.settle(input(-p.pad));
   for (int j = -p.pad; j < n + p.pad; ++j) {
-    const State<V> w = w1.step(input(j), w2, w3, p);
-    w3 = w2;
-    w2 = w1;
-    w1 = w;
+    const V w = r.push(input(j), p);
     if (j >= n) {
-      line_tail[(j - n) * lines_total] = w.value();
+      line_tail[(j - n) * lines_total] = w;
     } else if (j >= 0) {
-      fwd[L.address(line, other, j)] = w.value();
+      fwd[L.address(line, other, j)] = w;
     }
   }
-  w2 = w3 = w1;  // the anti-causal pass starts in the steady state of the last causal output
+  r.turn();
   for (int j = n + p.pad - 2; j >= 0; --j) {
     const long long at = j < n ? L.address(line, other, j) : 0;
-    const State<V> w = w1.step(j >= n ? line_tail[(j - n) * lines_total] : fwd[at], w2, w3, p);
-    w3 = w2;
-    w2 = w1;
-    w1 = w;
+    const V w = r.push(j >= n ? line_tail[(j - n) * lines_total] : fwd[at], p);
     if (j < n) {
       if constexpr (MODE == 2) {
-        const float2 c = contribution(w.value(), f[at], p.term);
+        const float2 c = contribution(w, f[at], p.term);
         numerator[at] = kWritesSums<V> ? c.x : numerator[at] + c.x;
         denominator[at] = kWritesSums<V> ? c.y : denominator[at] + c.y;
       } else {
-        fwd[at] = w.value();
+        fwd[at] = w;
       }
     }
   }
@@ -569,22 +575,21 @@ __global__ void __launch_bounds__(kXWarps * 32) recursive_x_kernel(V* __restrict
   const int lines = min(32, ny - y0);
   const long long row0 = ((long long)z * ny + y0) * nx;  // line i starts at row0 + i nx
   V* line_tails = tail + ((long long)z * ny + y0) * pad;
-  State<V> w1, w2, w3;
+  Recursion<V> r;
+  // Each lane runs its line through the chunk's `count` samples, in place.
+  auto recurse = [&](int count) {
+    __syncwarp();
+    for (int q = 0; q < count; ++q) t[q][lane] = r.push(t[q][lane], p);
+    __syncwarp();
+  };
   for (int c0 = 0; c0 < m; c0 += 32) {  // chunk: positions c0 - pad .. c0 - pad + 31
     const int j = c0 - pad + lane, count = min(32, m - c0);
     if (lane < count) {
       for (int i = 0; i < 32; ++i) t[lane][i] = channels<V>(f[row0 + min(i, lines - 1) * (long long)nx + mirror(j, nx)], p.term);
     }
     __syncwarp();
-    if (c0 == 0) w1 = w2 = w3 = State<V>(t[0][lane]);  // the steady state of the first sample
-    for (int q = 0; q < count; ++q) {
-      const State<V> w = w1.step(t[q][lane], w2, w3, p);
-      w3 = w2;
-      w2 = w1;
-      w1 = w;
-      t[q][lane] = w.value();
-    }
-    __syncwarp();
+    if (c0 == 0) r.settle(t[0][lane]);
+    recurse(count);
     if (lane < count && j >= 0) {
       for (int i = 0; i < lines; ++i) {
         if (j < nx) {
@@ -596,7 +601,7 @@ __global__ void __launch_bounds__(kXWarps * 32) recursive_x_kernel(V* __restrict
     }
     __syncwarp();
   }
-  w2 = w3 = w1;  // the anti-causal pass starts in the steady state of the last causal output
+  r.turn();
   for (int hi = nx + pad - 2; hi >= 0; hi -= 32) {  // chunk: positions hi, hi - 1, ... hi - 31
     const int j = hi - lane, count = min(32, hi + 1);
     if (j >= 0) {
@@ -605,15 +610,7 @@ __global__ void __launch_bounds__(kXWarps * 32) recursive_x_kernel(V* __restrict
         t[lane][i] = j >= nx ? line_tails[l * pad + j - nx] : fwd[row0 + l * (long long)nx + j];
       }
     }
-    __syncwarp();
-    for (int q = 0; q < count; ++q) {
-      const State<V> w = w1.step(t[q][lane], w2, w3, p);
-      w3 = w2;
-      w2 = w1;
-      w1 = w;
-      t[q][lane] = w.value();
-    }
-    __syncwarp();
+    recurse(count);
     if (j >= 0 && j < nx) {
       for (int i = 0; i < lines; ++i) fwd[row0 + i * (long long)nx + j] = t[lane][i];
     }
