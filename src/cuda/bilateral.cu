@@ -664,11 +664,42 @@ struct CompressiveWork {
   float *numerator, *denominator;
 };
 
+// Each axis's pass parameters, the same for every term (which is filled in per launch).
+struct AxisPasses {
+  PassParams direct;
+  RecursiveParams recursive;
+};
+
+std::array<AxisPasses, 3> axis_passes(const Dims& dims, const BilateralParams& params,
+                                      const std::array<int, 3>& radius) {
+  std::array<AxisPasses, 3> passes{};
+  for (int axis = 0; axis < (dims.is_2d() ? 2 : 3); ++axis) {
+    const Lines L = lines_along(dims, axis);
+    if (params.gaussian == BilateralParams::Gaussian::Recursive) {
+      const detail::RecursiveGaussianCoefficients c(sigma_voxels(params, axis));
+      passes[axis].recursive = RecursiveParams{L, int(c.pad), c.B, c.b1, c.b2, c.b3, Term{}};
+      continue;
+    }
+    PassParams& p = passes[axis].direct;
+    p.lines = L;
+    p.radius = radius[axis];
+    p.taps8 = padded_taps(p.radius);
+    const double step = params.spatial_unit == SpatialUnit::Millimetre ? params.spacing[axis] : 1.0;
+    std::vector<double> taps;
+    for (int i = -p.radius; i <= p.radius; ++i) {
+      taps.push_back(std::exp(-(i * step) * (i * step) / (2.0 * params.sigma_spatial * params.sigma_spatial)));
+    }
+    double total = 0;
+    for (double t : taps) total += t;
+    for (std::size_t i = 0; i < taps.size(); ++i) p.g[i] = float(taps[i] / total);  // sums to 1: G 1 = 1
+  }
+  return passes;
+}
+
 // One term of the series through the x, y (and z) passes, V = float for the DC term.
 template <typename V>
-void compressive_term(const float* d_in, const Dims& dims, const BilateralParams& params,
-                      const std::array<int, 3>& radius, const Term& term, const CompressiveWork& w,
-                      cudaStream_t stream) {
+void compressive_term(const float* d_in, const Dims& dims, std::array<AxisPasses, 3> passes, bool recursive,
+                      const Term& term, const CompressiveWork& w, cudaStream_t stream) {
   const int axes = dims.is_2d() ? 2 : 3;
   V* a = reinterpret_cast<V*>(w.a);
   V* b = reinterpret_cast<V*>(w.b);
@@ -676,10 +707,10 @@ void compressive_term(const float* d_in, const Dims& dims, const BilateralParams
     const int mode = axis == 0 ? 0 : axis == axes - 1 ? 2 : 1;
     const V* in = axis % 2 == 1 ? a : b;  // x reads f; y: a -> b; z: b -> (a)
     V* out = axis % 2 == 1 ? b : a;
-    const Lines L = lines_along(dims, axis);
-    if (params.gaussian == BilateralParams::Gaussian::Recursive) {
-      const detail::RecursiveGaussianCoefficients c(sigma_voxels(params, axis));
-      const RecursiveParams p{L, int(c.pad), c.B, c.b1, c.b2, c.b3, term};
+    if (recursive) {
+      RecursiveParams& p = passes[axis].recursive;
+      p.term = term;
+      const Lines& L = p.lines;
       V* tail = reinterpret_cast<V*>(w.tail);
       if (mode == 0) {
         const dim3 grid(unsigned((L.ny + 32 * kXWarps - 1) / (32 * kXWarps)), unsigned(L.nz));
@@ -692,19 +723,9 @@ void compressive_term(const float* d_in, const Dims& dims, const BilateralParams
       if (mode == 1) launch(recursive_pass_kernel<V, 1>);
       if (mode == 2) launch(recursive_pass_kernel<V, 2>);
     } else {
-      PassParams p{};
-      p.lines = L;
-      p.radius = radius[axis];
-      p.taps8 = padded_taps(p.radius);
+      PassParams& p = passes[axis].direct;
       p.term = term;
-      const double step = params.spatial_unit == SpatialUnit::Millimetre ? params.spacing[axis] : 1.0;
-      std::vector<double> taps;
-      for (int i = -p.radius; i <= p.radius; ++i) {
-        taps.push_back(std::exp(-(i * step) * (i * step) / (2.0 * params.sigma_spatial * params.sigma_spatial)));
-      }
-      double total = 0;
-      for (double t : taps) total += t;
-      for (std::size_t i = 0; i < taps.size(); ++i) p.g[i] = float(taps[i] / total);  // sums to 1: G 1 = 1
+      const Lines& L = p.lines;
       const dim3 grid(unsigned((L.length() + kPassTile - 1) / kPassTile), unsigned((L.count() + kLines - 1) / kLines),
                       unsigned(L.others()));
       const std::size_t bytes = pass_bytes<V>(p.radius);
@@ -724,14 +745,16 @@ void compressive_term(const float* d_in, const Dims& dims, const BilateralParams
 void compressive_device(const float* d_in, float* d_out, const Dims& dims, const BilateralParams& params,
                         const std::array<int, 3>& radius, const CompressiveSettings& settings, float lo,
                         const CompressiveWork& work, cudaStream_t stream) {
+  const std::array<AxisPasses, 3> passes = axis_passes(dims, params, radius);
+  const bool recursive = params.gaussian == BilateralParams::Gaussian::Recursive;
   const double omega = 2.0 * M_PI / settings.period;
   for (int m = 0; m <= settings.terms; ++m) {  // m = 0 first: it writes numerator and denominator
     const Term term{lo, float(1.0 / settings.period),
                     m == 0 ? 1.0f : float(2.0 * std::exp(-0.5 * std::pow(omega * m * params.sigma_range, 2))), m};
     if (m == 0) {
-      compressive_term<float>(d_in, dims, params, radius, term, work, stream);
+      compressive_term<float>(d_in, dims, passes, recursive, term, work, stream);
     } else {
-      compressive_term<float4>(d_in, dims, params, radius, term, work, stream);
+      compressive_term<float4>(d_in, dims, passes, recursive, term, work, stream);
     }
   }
   const long long n = dims.count();
