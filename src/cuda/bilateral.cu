@@ -361,7 +361,7 @@ struct PassParams {
 
 // MODE 0: input f, output V; 1: V -> V; 2: V -> accumulate.
 template <typename V, int MODE>
-__global__ void __launch_bounds__(kLines* kPassGroups) compressive_pass_kernel(const V* __restrict__ in,
+__global__ void __launch_bounds__(kLines* kPassGroups, 3) compressive_pass_kernel(const V* __restrict__ in,
                                                                                V* __restrict__ out,
                                                                                const float* __restrict__ f,
                                                                                float* __restrict__ numerator,
@@ -405,7 +405,8 @@ __global__ void __launch_bounds__(kLines* kPassGroups) compressive_pass_kernel(c
   }
   __syncthreads();
   const int line = threadIdx.x, first = threadIdx.y * kPassRun;
-  if (line0 + line >= n_lines) return;
+  const bool line_exists = line0 + line < n_lines;
+  if (!lanes_on_positions && !line_exists) return;  // the x pass still meets a barrier below
   // Output o at tile position first + o takes tap k from position first + o + k. Eight taps at a
   // time: `cur` holds positions first + kb + 0..7, `next` the eight after them.
   const V* column = tile + first * kPassStride + line;
@@ -425,6 +426,22 @@ __global__ void __launch_bounds__(kLines* kPassGroups) compressive_pass_kernel(c
 #pragma unroll
     for (int o = 0; o < kPassRun; ++o) cur[o] = next[o];
   }
+  if (lanes_on_positions && MODE != 2) {
+    // Along x a thread's outputs lie on one row: through the tile, so that a warp writes 32
+    // consecutive positions of a row (written directly, each store would touch 32 rows).
+    __syncthreads();
+#pragma unroll
+    for (int o = 0; o < kPassRun; ++o) tile[(first + o) * kPassStride + line] = acc[o];
+    __syncthreads();
+    for (int row = group; row < kLines && line0 + row < n_lines; row += kPassGroups) {
+      const long long row_start = L.address(line0 + row, other, 0);
+      for (int position = lane; position < kPassTile && a0 + position < n_axis; position += kLines) {
+        out[row_start + a0 + position] = tile[position * kPassStride + row];
+      }
+    }
+    return;
+  }
+  if (!line_exists) return;
 #pragma unroll
   for (int o = 0; o < kPassRun; ++o) {
     const int position = a0 + first + o;

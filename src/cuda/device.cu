@@ -45,6 +45,16 @@ std::size_t max_shared_bytes() {
   return std::size_t(bytes);
 }
 
+int sm_count() {
+  static const int count = [] {
+    int device = 0, sms = 0;
+    CTD_CUDA_CHECK(cudaGetDevice(&device));
+    CTD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    return sms;
+  }();
+  return count;
+}
+
 float* stream_workspace(std::size_t floats, cudaStream_t stream) {
   thread_local std::unordered_map<cudaStream_t, DeviceBuffer<float>> workspaces;
   DeviceBuffer<float>& buffer = workspaces[stream];

@@ -19,5 +19,7 @@ __host__ __device__ __forceinline__ int mirror(int i, int n) {
 void require_device();
 // Shared memory a block may opt in to on the current device.
 std::size_t max_shared_bytes();
+// Streaming multiprocessors of the current device.
+int sm_count();
 
 }  // namespace ctd::cuda

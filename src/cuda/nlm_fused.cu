@@ -546,12 +546,7 @@ dim3 tiles_2d(const KernelParams& k) {
 // keeping at least 64 displacements. 3D volumes fill the GPU with tiles.
 int window_parts(const KernelParams& k, int displacements) {
   if (k.rsz != 0) return 1;
-  static const int sms = [] {
-    int device = 0, count = 0;
-    CTD_CUDA_CHECK(cudaGetDevice(&device));
-    CTD_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
-    return count;
-  }();
+  const int sms = sm_count();
   const dim3 tiles = tiles_2d(k);
   const long long blocks = (long long)tiles.x * tiles.y;
   const long long wanted = (4LL * sms + blocks - 1) / blocks;
