@@ -171,6 +171,16 @@ __device__ __forceinline__ void row_patch_sums(const float (&own)[N + 2 * RP], c
   for (int m = 0; m < N / 4; ++m) out[m] = make_float4(h[4 * m], h[4 * m + 1], h[4 * m + 2], h[4 * m + 3]);
 }
 
+// Pass B of the 2D kernels: the patch distances of a thread's 8 outputs down a column, from the
+// 8 + 2 RP row sums below `Hx` (stride kHs2).
+template <int RP, bool UNIFORM>
+__device__ __forceinline__ void column_patch_sums(const float* Hx, float (&distance)[kRy2], const float* g) {
+  float column[kRy2 + 2 * RP];
+#pragma unroll
+  for (int j = 0; j < kRy2 + 2 * RP; ++j) column[j] = Hx[j * kHs2];
+  patch_sums<RP, kRy2, UNIFORM>(column, distance, g);
+}
+
 // The window walk of the 2D kernels: pass A runs one displacement ahead of pass B, into the other
 // half of the double buffer H (hbuf floats each); interior blocks skip pass B's border tests.
 template <typename PassA, typename PassB>
@@ -194,7 +204,7 @@ __device__ __forceinline__ void walk_double_buffered(WindowWalk walk, float* H, 
 template <int RP, bool UNIFORM, bool CENTRE_MAX>
 __global__ void __launch_bounds__(kThreads, 3) nlm_slide2d_kernel(const float* __restrict__ u, float* __restrict__ out,
                                                                   KernelParams k, Partials partials) {
-  constexpr int kRowsA = kTy2 + 2 * RP, kRunA = kChunk2 + 2 * RP, kRunB = kRy2 + 2 * RP;
+  constexpr int kRowsA = kTy2 + 2 * RP, kRunA = kChunk2 + 2 * RP;
   static_assert((kTx2 / kChunk2) * kRowsA <= kThreads, "pass A: one run per thread");
   extern __shared__ float shared[];
   const SlideLayout l = slide_layout(k);
@@ -226,11 +236,8 @@ __global__ void __launch_bounds__(kThreads, 3) nlm_slide2d_kernel(const float* _
   auto pass_b = [&](int dx, int dy, const float* Hx, auto check_border) {
     constexpr bool kCheck = decltype(check_border)::value;
     if (kCheck && (x + dx < 0 || x + dx >= k.nx)) return;  // q outside for the whole column
-    float column[kRunB];
-#pragma unroll
-    for (int j = 0; j < kRunB; ++j) column[j] = Hx[(gb * kRy2 + j) * kHs2 + cb];
     float distance[kRy2];
-    patch_sums<RP, kRy2, UNIFORM>(column, distance, k.g);
+    column_patch_sums<RP, UNIFORM>(Hx + gb * kRy2 * kHs2 + cb, distance, k.g);
     const float* q = q_base + dy * l.sx + dx;
 #pragma unroll
     for (int t = 0; t < kRy2; ++t) {
@@ -409,7 +416,7 @@ template <int RP, bool UNIFORM, bool CENTRE_MAX>
 __global__ void __launch_bounds__(kThreads, CENTRE_MAX ? 2 : 3) nlm_sym2d_kernel(const float* __restrict__ u, KernelParams k,
                                                                 SymLayout l, float* __restrict__ own_sums,
                                                                 float* __restrict__ regions) {
-  constexpr int kRowsA = kTy2 + 2 * RP, kRunA = kChunk2 + 2 * RP, kRunB = kRy2 + 2 * RP;
+  constexpr int kRowsA = kTy2 + 2 * RP, kRunA = kChunk2 + 2 * RP;
   static_assert((kTx2 / kChunk2) * kRowsA <= kThreads, "pass A: one run per thread");
   extern __shared__ float shared[];
   float* U = shared;
@@ -459,11 +466,8 @@ __global__ void __launch_bounds__(kThreads, CENTRE_MAX ? 2 : 3) nlm_sym2d_kernel
   auto pass_b = [&](int dx, int dy, const float* Hx, auto check_border) {
     constexpr bool kCheck = decltype(check_border)::value;
     if (kCheck && (x >= k.nx || unsigned(x + dx) >= unsigned(k.nx))) return;  // p or q outside for the whole column
-    float column[kRunB];
-#pragma unroll
-    for (int j = 0; j < kRunB; ++j) column[j] = Hx[(gb * kRy2 + j) * kHs2 + cb];
     float distance[kRy2];
-    patch_sums<RP, kRy2, UNIFORM>(column, distance, k.g);
+    column_patch_sums<RP, UNIFORM>(Hx + gb * kRy2 * kHs2 + cb, distance, k.g);
     const float* q = q_base + dy * l.sx + dx;
     const int s = s_base + dy * l.sw + dx;
 #pragma unroll
