@@ -746,10 +746,10 @@ std::size_t pass_bytes(int radius) {
 template <typename V>
 int walk_steps(const Lines& L, int taps8) {
   const int tiles = (L.length() + kPassTile - 1) / kPassTile;
-  const std::size_t walk_bytes = ring_bytes<V>(2 * kPassTile + taps8);
-  if (walk_bytes > max_shared_bytes()) return 1;
+  const std::size_t walk_bytes = ring_bytes<V>(2 * kPassTile + taps8), most = max_shared_bytes();
+  if (walk_bytes > most) return 1;
   if (const char* forced = std::getenv("CTD_COMPRESSIVE_STEPS")) return std::clamp(std::atoi(forced), 1, tiles);
-  if (walk_bytes > max_shared_bytes() / 2) return 1;  // two blocks per SM, or no walk
+  if (walk_bytes > most / 2) return 1;  // two blocks per SM, or no walk
   const long long line_groups = (L.count() + kLines - 1) / kLines * (long long)L.others();
   return int(std::clamp(tiles * line_groups / (8LL * sm_count()), 1LL, (long long)tiles));
 }

@@ -162,6 +162,21 @@ inline double psnr(const ctd::Volume& exact, const ctd::Volume& approx, double r
   return rmse == 0 ? 999.0 : 20 * std::log10(range / rmse);
 }
 
+// Sets an environment variable (value null: unsets it) for one scope, then unsets it: the CUDA
+// backend reads a few for tests (CTD_NLM_FUSED_ONE_SIDED, CTD_COMPRESSIVE_STEPS).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    value ? setenv(name, value, 1) : unsetenv(name);
+  }
+  ~ScopedEnv() { unsetenv(name_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+};
+
 // Test name from a parameter's `name` field, for INSTANTIATE_TEST_SUITE_P.
 struct CaseName {
   template <class P>

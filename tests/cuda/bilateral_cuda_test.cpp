@@ -146,12 +146,6 @@ class CompressiveWalk : public ::testing::TestWithParam<WalkCase> {};
 TEST_P(CompressiveWalk, EveryWalkLengthGivesTheSameOutput) {
   CTD_REQUIRE_CUDA_DEVICE();
   const WalkCase& c = GetParam();
-  struct Steps {
-    explicit Steps(const char* value) {
-      value ? setenv("CTD_COMPRESSIVE_STEPS", value, 1) : unsetenv("CTD_COMPRESSIVE_STEPS");
-    }
-    ~Steps() { unsetenv("CTD_COMPRESSIVE_STEPS"); }
-  };
   const ctd::Volume in = testing_util::random_volume(c.dims, 7, -1000, 2000);
   const auto [lo, hi] = std::minmax_element(in.data(), in.data() + in.size());
   const double range = double(*hi) - *lo;
@@ -161,11 +155,11 @@ TEST_P(CompressiveWalk, EveryWalkLengthGivesTheSameOutput) {
   p.algorithm = ctd::BilateralAlgorithm::Compressive;
   ctd::Volume no_walk;
   {
-    const Steps steps("1");
+    const testing_util::ScopedEnv steps("CTD_COMPRESSIVE_STEPS", "1");
     no_walk = run_cuda(in, p);
   }
   for (const char* value : {"2", "3", static_cast<const char*>(nullptr)}) {
-    const Steps steps(value);
+    const testing_util::ScopedEnv steps("CTD_COMPRESSIVE_STEPS", value);
     EXPECT_TRUE(testing_util::bit_identical(no_walk, run_cuda(in, p))) << "steps " << (value ? value : "auto");
   }
   ctd::Volume cpu(in.dims());

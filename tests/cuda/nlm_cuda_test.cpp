@@ -104,10 +104,7 @@ INSTANTIATE_TEST_SUITE_P(Cases, NlmCuda, ::testing::ValuesIn(kCases), testing_ut
 // so that the small cases reach it too.
 TEST(NlmCudaProperties, OneSidedFusedKernelMatchesTheReference) {
   CTD_REQUIRE_CUDA_DEVICE();
-  struct OneSided {
-    OneSided() { setenv("CTD_NLM_FUSED_ONE_SIDED", "1", 1); }
-    ~OneSided() { unsetenv("CTD_NLM_FUSED_ONE_SIDED"); }
-  } one_sided;
+  const testing_util::ScopedEnv one_sided("CTD_NLM_FUSED_ONE_SIDED", "1");
   int cases = 0;
   for (const Case& c : kCases) {
     if (!c.dims.is_2d() || c.distance != ctd::PatchDistance::L2) continue;
