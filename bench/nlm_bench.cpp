@@ -118,24 +118,27 @@ int main(int argc, char** argv) {
     }
     ctd::Volume naive_out;
     double naive_ms = -1;
-    // fused-one-sided: the 2D fused kernel without symmetric pairs (CTD_NLM_FUSED_ONE_SIDED), for comparison.
+    // fused-one-sided, fused-rows, fused-ring: one 2D fused kernel forced (CTD_NLM_FUSED_2D), for
+    // comparison with the one `fused` picks.
     struct Run {
       ctd::NlmAlgorithm variant;
-      bool one_sided;
+      const char* kernel_2d;  // null: the backend's choice
     };
-    for (const Run run : {Run{ctd::NlmAlgorithm::Naive, false}, Run{ctd::NlmAlgorithm::Tiled, false},
-                          Run{ctd::NlmAlgorithm::ZSlide, false}, Run{ctd::NlmAlgorithm::Displacement, false},
-                          Run{ctd::NlmAlgorithm::RowWise, false}, Run{ctd::NlmAlgorithm::Fused, true},
-                          Run{ctd::NlmAlgorithm::Fused, false}}) {
+    for (const Run run : {Run{ctd::NlmAlgorithm::Naive, nullptr}, Run{ctd::NlmAlgorithm::Tiled, nullptr},
+                          Run{ctd::NlmAlgorithm::ZSlide, nullptr}, Run{ctd::NlmAlgorithm::Displacement, nullptr},
+                          Run{ctd::NlmAlgorithm::RowWise, nullptr}, Run{ctd::NlmAlgorithm::Fused, "one-sided"},
+                          Run{ctd::NlmAlgorithm::Fused, "rows"}, Run{ctd::NlmAlgorithm::Fused, "ring"},
+                          Run{ctd::NlmAlgorithm::Fused, nullptr}}) {
       const ctd::NlmAlgorithm variant = run.variant;
-      const std::string label = std::string(ctd::to_string(variant)) + (run.one_sided ? "-one-sided" : "");
+      const std::string label =
+          std::string(ctd::to_string(variant)) + (run.kernel_2d ? std::string("-") + run.kernel_2d : "");
       const bool per_voxel_loops = variant == ctd::NlmAlgorithm::Naive || variant == ctd::NlmAlgorithm::Tiled ||
                                    variant == ctd::NlmAlgorithm::ZSlide;
       if (per_voxel_loops && !s.run_naive) continue;
       if (!variants.empty() && variants.find("," + label + ",") == std::string::npos) continue;
       if (variant == ctd::NlmAlgorithm::ZSlide && s.dims.is_2d()) continue;  // slides along z
-      if (run.one_sided && !s.dims.is_2d()) continue;                        // 3D fused is one-sided
-      if (run.one_sided) setenv("CTD_NLM_FUSED_ONE_SIDED", "1", 1);
+      if (run.kernel_2d && !s.dims.is_2d()) continue;                        // 3D fused is one-sided
+      if (run.kernel_2d) setenv("CTD_NLM_FUSED_2D", run.kernel_2d, 1);
       p.algorithm = variant;
       bench::Record r;
       r.setting = s.name;
@@ -187,7 +190,7 @@ int main(int argc, char** argv) {
                  r.error_against);
       std::fflush(stdout);
       records.push_back(r);
-      unsetenv("CTD_NLM_FUSED_ONE_SIDED");
+      unsetenv("CTD_NLM_FUSED_2D");
     }
     BENCH_CHECK(cudaFree(d_in));
     BENCH_CHECK(cudaFree(d_out));

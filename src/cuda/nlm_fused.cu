@@ -152,37 +152,56 @@ __device__ __forceinline__ bool window_inside(const KernelParams& k, int x0, int
          z0 + tz + k.rsz <= k.nz;
 }
 
-// Pass A of one thread: the squared differences along its run of N + 2 RP values of a tile row,
-// between its own values and those shifted by the displacement, summed over each patch row into
-// N entries of H (float4 stores).
+// The squared differences between a thread's own N + 2 RP values and the shifted ones (at
+// `stride` floats apart), summed over each patch row or column into N values.
+template <int RP, int N, bool UNIFORM>
+__device__ __forceinline__ void difference_patch_sums(const float (&own)[N + 2 * RP], const float* shifted, int stride,
+                                                      float (&out)[N], const float* g) {
+  float d[N + 2 * RP];
+#pragma unroll
+  for (int j = 0; j < N + 2 * RP; ++j) d[j] = own[j] - shifted[j * stride];
+  if constexpr (UNIFORM) {  // the running sum with the squares folded into FMAs: two per output
+    float s = 0;
+#pragma unroll
+    for (int j = 0; j <= 2 * RP; ++j) s = fmaf(d[j], d[j], s);
+    out[0] = s;
+#pragma unroll
+    for (int i = 1; i < N; ++i) {
+      s = fmaf(d[i + 2 * RP], d[i + 2 * RP], s);
+      s = fmaf(-d[i - 1], d[i - 1], s);
+      out[i] = s;
+    }
+  } else {
+    float e[N + 2 * RP];
+#pragma unroll
+    for (int j = 0; j < N + 2 * RP; ++j) e[j] = d[j] * d[j];
+    patch_sums<RP, N, UNIFORM>(e, out, g);
+  }
+}
+
+// Pass A of the one-sided kernels: along a run of a tile row, into N entries of H (float4 stores).
 template <int RP, int N, bool UNIFORM>
 __device__ __forceinline__ void row_patch_sums(const float (&own)[N + 2 * RP], const float* shifted, float* dst,
                                                const float* g) {
-  float e[N + 2 * RP];
-#pragma unroll
-  for (int j = 0; j < N + 2 * RP; ++j) {
-    const float d = own[j] - shifted[j];
-    e[j] = d * d;
-  }
   float h[N];
-  patch_sums<RP, N, UNIFORM>(e, h, g);
+  difference_patch_sums<RP, N, UNIFORM>(own, shifted, 1, h, g);
   float4* out = reinterpret_cast<float4*>(dst);
 #pragma unroll
   for (int m = 0; m < N / 4; ++m) out[m] = make_float4(h[4 * m], h[4 * m + 1], h[4 * m + 2], h[4 * m + 3]);
 }
 
-// Pass B of the 2D kernels: the patch distances of a thread's 8 outputs down a column, from the
-// 8 + 2 RP row sums below `Hx` (stride kHs2).
-template <int RP, bool UNIFORM>
-__device__ __forceinline__ void column_patch_sums(const float* Hx, float (&distance)[kRy2], const float* g) {
-  float column[kRy2 + 2 * RP];
+// The patch sums of N outputs from the N + 2 RP partial sums at `src`, `stride` floats apart.
+template <int RP, int N, bool UNIFORM>
+__device__ __forceinline__ void strided_patch_sums(const float* src, int stride, float (&out)[N], const float* g) {
+  float values[N + 2 * RP];
 #pragma unroll
-  for (int j = 0; j < kRy2 + 2 * RP; ++j) column[j] = Hx[j * kHs2];
-  patch_sums<RP, kRy2, UNIFORM>(column, distance, g);
+  for (int j = 0; j < N + 2 * RP; ++j) values[j] = src[j * stride];
+  patch_sums<RP, N, UNIFORM>(values, out, g);
 }
 
 // The window walk of the 2D kernels: pass A runs one displacement ahead of pass B, into the other
 // half of the double buffer H (hbuf floats each); interior blocks skip pass B's border tests.
+// pass_b(dx, dy, H, check_border, last) learns whether this is the walk's last displacement.
 template <typename PassA, typename PassB>
 __device__ __forceinline__ void walk_double_buffered(WindowWalk walk, float* H, int hbuf, bool inside, PassA pass_a,
                                                      PassB pass_b) {
@@ -191,11 +210,12 @@ __device__ __forceinline__ void walk_double_buffered(WindowWalk walk, float* H, 
   for (int buffer = 0; walk.left > 0; buffer ^= 1) {
     const int dx = walk.dx, dy = walk.dy;
     walk.step();
-    if (walk.left > 0) pass_a(walk.dx, walk.dy, H + (buffer ^ 1) * hbuf);
+    const bool last = walk.left == 0;
+    if (!last) pass_a(walk.dx, walk.dy, H + (buffer ^ 1) * hbuf);
     if (inside) {
-      pass_b(dx, dy, H + buffer * hbuf, std::false_type{});
+      pass_b(dx, dy, H + buffer * hbuf, std::false_type{}, last);
     } else {
-      pass_b(dx, dy, H + buffer * hbuf, std::true_type{});
+      pass_b(dx, dy, H + buffer * hbuf, std::true_type{}, last);
     }
     __syncthreads();
   }
@@ -233,11 +253,11 @@ __global__ void __launch_bounds__(kThreads, 3) nlm_slide2d_kernel(const float* _
   auto pass_a = [&](int dx, int dy, float* Hx) {
     if (a_active) row_patch_sums<RP, kChunk2, UNIFORM>(own, U + a_base + dy * l.sx + dx, Hx + ra * kHs2 + ca * kChunk2, k.g);
   };
-  auto pass_b = [&](int dx, int dy, const float* Hx, auto check_border) {
+  auto pass_b = [&](int dx, int dy, const float* Hx, auto check_border, bool /*last*/) {
     constexpr bool kCheck = decltype(check_border)::value;
     if (kCheck && (x + dx < 0 || x + dx >= k.nx)) return;  // q outside for the whole column
     float distance[kRy2];
-    column_patch_sums<RP, UNIFORM>(Hx + gb * kRy2 * kHs2 + cb, distance, k.g);
+    strided_patch_sums<RP, kRy2, UNIFORM>(Hx + gb * kRy2 * kHs2 + cb, kHs2, distance, k.g);
     const float* q = q_base + dy * l.sx + dx;
 #pragma unroll
     for (int t = 0; t < kRy2; ++t) {
@@ -299,11 +319,8 @@ __global__ void __launch_bounds__(kThreads, 2) nlm_slide3d_kernel(const float* _
   auto pass_b = [&]() {
     for (int i = tid; i < kTx3 * kPlanes; i += kThreads) {
       const int xb = i % kTx3, zb = i / kTx3;
-      float column[kRowsY];
-#pragma unroll
-      for (int j = 0; j < kRowsY; ++j) column[j] = Hx[(zb * kRowsY + j) * kHs3 + xb];
       float h[kTy3];
-      patch_sums<RP, kTy3, UNIFORM>(column, h, k.g);
+      strided_patch_sums<RP, kTy3, UNIFORM>(Hx + zb * kRowsY * kHs3 + xb, kHs3, h, k.g);
 #pragma unroll
       for (int t = 0; t < kTy3; ++t) Hxy[(zb * kTy3 + t) * kTx3 + xb] = h[t];
     }
@@ -311,11 +328,8 @@ __global__ void __launch_bounds__(kThreads, 2) nlm_slide3d_kernel(const float* _
   auto pass_c = [&](int dx, int dy, int dz, auto check_border) {
     constexpr bool kCheck = decltype(check_border)::value;
     if (kCheck && (x + dx < 0 || x + dx >= k.nx || y + dy < 0 || y + dy >= k.ny)) return;
-    float column[kPlanes];
-#pragma unroll
-    for (int j = 0; j < kPlanes; ++j) column[j] = Hxy[(j * kTy3 + yc) * kTx3 + xc];
     float distance[kTz3];
-    patch_sums<RP, kTz3, UNIFORM>(column, distance, k.g);
+    strided_patch_sums<RP, kTz3, UNIFORM>(Hxy + yc * kTx3 + xc, kTy3 * kTx3, distance, k.g);
     const float* q = q_base + dz * plane + dy * l.sx + dx;
 #pragma unroll
     for (int t = 0; t < kTz3; ++t) {
@@ -356,12 +370,24 @@ __global__ void __launch_bounds__(kThreads, 2) nlm_slide3d_kernel(const float* _
 
 // ---- 2D, symmetric: each unordered pair once ------------------------------------------------
 //
-// The same passes over half the search window (dy > 0, or dy = 0 and dx > 0). The weight of the
-// pair (p, p + d) goes to p in registers and to p + d in a shared accumulator S over the tile and
-// its apron (p -> p + d is one-to-one for a fixed d, so no two threads meet between barriers).
-// At the end a block writes its own sums and its S; a second kernel adds, for each voxel, its own
-// sums and the S entries of every block whose apron covers it, in a fixed order: deterministic.
-// The window is cut into parts of consecutive rows (blockIdx.z); a part's S spans its rows only.
+// Half the search window (dy > 0, or dy = 0 and dx > 0), walked row by row, dx fastest. The
+// weight of the pair (p, p + d) goes to p in registers and to p + d in a shared accumulator S
+// over the tile and its apron (p -> p + d is one-to-one for a fixed d and every displacement ends
+// at a barrier, so no two threads meet in S and the order of the additions is fixed). At the end
+// a block writes its own sums and its S; a second kernel adds, for each voxel, its own sums and
+// the S entries of every block whose apron covers it, in a fixed order: deterministic. The window
+// is cut into parts of consecutive rows (blockIdx.z); a part's S spans its rows only.
+// Two kernels do this:
+//   rows: the one-sided kernel's passes (A along rows, B down columns), and a read-modify-write
+//       of S per pair. 80 registers: three blocks per SM where S is small.
+//   ring: the passes turned by a quarter: pass A (one thread per column and 16 rows) sums e down
+//       the patch columns into Hy, pass B (one thread per row and 8 columns) sums Hy along the
+//       row, turns the distances into weights and accumulates. The sums for p + d go through a
+//       ring of 8 register accumulators that slides with dx: from one displacement to the next,
+//       output t's target is output t + 1's before, so a step hands over only the leaving target
+//       to S and loads only one new u(p + d); at the end of a window row the ring is handed over
+//       whole. A quarter of rows' shared-memory traffic per pair, but 128 registers: two blocks
+//       per SM, which is what rows gets anyway where S is large (search radius above ~15).
 
 struct HalfWindowPart {
   int begin, end;    // indices in the whole window (centre + 1 .. count - 1 for all parts)
@@ -380,10 +406,16 @@ __host__ __device__ inline HalfWindowPart half_window_part(const KernelParams& k
   return h;
 }
 
+// Hy row stride: odd, so that pass B's lanes read down a column without bank conflicts.
+__host__ __device__ constexpr int hy_stride(int rp) { return (kTx2 + 2 * rp) | 1; }
+
 struct SymLayout {
   int parts, span;    // window parts; largest dy_hi - dy_lo of a part
-  int sw, sh;         // S: (tile width + 2 rs) x (tile height + span)
-  int ux, uy, sx;     // U holds the shifted rows only; row stride sx (odd)
+  int sw, sh;         // S: (tile width + 2 rs, padded to odd) x (tile height + span)
+  bool ring;          // the ring kernel's layout, else the rows kernel's
+  int ux, uy;         // U holds the shifted rows only
+  int u_stride;       // rows: row stride; ring: column stride (U column by column); odd
+  int hs;             // ring: Hy row stride, hy_stride(rp)
   int channels;       // sum, weight sum, and the running max where the centre weight needs it
   int nbx, nby;       // tiles
   std::size_t u_floats, h_floats, s_floats;  // s_floats: one channel
@@ -391,31 +423,71 @@ struct SymLayout {
   __host__ __device__ std::size_t region_floats() const { return s_floats * channels; }  // one block's S in the workspace
 };
 
-SymLayout sym_layout(const KernelParams& k, int parts) {
+SymLayout sym_layout(const KernelParams& k, int parts, bool ring) {
   SymLayout l{};
+  l.ring = ring;
   l.parts = parts;
   for (int part = 0; part < parts; ++part) {
     const HalfWindowPart h = half_window_part(k, part, parts);
     l.span = std::max(l.span, h.dy_hi - h.dy_lo);
   }
-  l.sw = kTx2 + 2 * k.rs;
+  l.sw = (kTx2 + 2 * k.rs) | 1;
   l.sh = kTy2 + l.span;
+  l.hs = hy_stride(k.rp);
   l.ux = kTx2 + 2 * (k.rs + k.rp);
   l.uy = kTy2 + 2 * k.rp + l.span;
-  l.sx = l.ux | 1;
+  l.u_stride = (ring ? l.uy : l.ux) | 1;
   l.channels = k.centre_max ? 3 : 2;
   l.nbx = (k.nx + kTx2 - 1) / kTx2;
   l.nby = (k.ny + kTy2 - 1) / kTy2;
-  l.u_floats = (std::size_t(l.sx) * l.uy + 3) / 4 * 4;
-  l.h_floats = 2 * std::size_t(kTy2 + 2 * k.rp) * kHs2;
+  l.u_floats = (std::size_t(ring ? l.ux : l.uy) * l.u_stride + 3) / 4 * 4;  // rows: H after U takes float4 stores
+  l.h_floats = 2 * std::size_t(ring ? kTy2 * l.hs : (kTy2 + 2 * k.rp) * kHs2);  // double-buffered
   l.s_floats = std::size_t(l.sw) * l.sh;
   return l;
 }
 
+// The shared parts of the two symmetric kernels: U (rows y0 + dy_lo - RP ..., columns
+// x0 - rs - RP ..., in the kernel's layout) and S cleared, then S written out at the end.
+template <bool CENTRE_MAX>
+__device__ void load_shifted_rows_clear_s(float* U, float2* S, float* S_max, const float* __restrict__ u,
+                                          const KernelParams& k, const SymLayout& l, int x0, int y0, int dy_lo) {
+  const int ux0 = x0 - k.rs - k.rp, uy0 = y0 + dy_lo - k.rp;
+  for (int i = threadIdx.x; i < l.ux * l.uy; i += kThreads) {
+    const int ix = i % l.ux, iy = i / l.ux;
+    U[l.ring ? ix * l.u_stride + iy : iy * l.u_stride + ix] =
+        u[(long long)mirror(uy0 + iy, k.ny) * k.nx + mirror(ux0 + ix, k.nx)];
+  }
+  for (int i = threadIdx.x; i < int(l.s_floats); i += kThreads) {
+    S[i] = make_float2(0.0f, 0.0f);
+    if constexpr (CENTRE_MAX) S_max[i] = 0.0f;
+  }
+}
+
+template <bool CENTRE_MAX>
+__device__ void write_region(const float2* S, const float* S_max, const SymLayout& l, float* __restrict__ regions) {
+  float* region = regions + ((std::size_t(blockIdx.z) * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x) *
+                                l.region_floats();
+  for (int i = threadIdx.x; i < int(l.s_floats); i += kThreads) {
+    region[i] = S[i].x;
+    region[l.s_floats + i] = S[i].y;
+    if constexpr (CENTRE_MAX) region[2 * l.s_floats + i] = S_max[i];
+  }
+}
+
+// A voxel's own sums of one window part.
+template <int N, bool CENTRE_MAX>
+__device__ __forceinline__ void store_own_sums(float* own_sums, long long n, long long i,
+                                               const Accumulators<N, CENTRE_MAX>& acc, int t) {
+  float* sums = own_sums + 3 * n * blockIdx.z;
+  sums[i] = acc.sum[t];
+  sums[n + i] = acc.weight_sum[t];
+  sums[2 * n + i] = acc.weight_max[t];
+}
+
 template <int RP, bool UNIFORM, bool CENTRE_MAX>
-__global__ void __launch_bounds__(kThreads, CENTRE_MAX ? 2 : 3) nlm_sym2d_kernel(const float* __restrict__ u, KernelParams k,
-                                                                SymLayout l, float* __restrict__ own_sums,
-                                                                float* __restrict__ regions) {
+__global__ void __launch_bounds__(kThreads, CENTRE_MAX ? 2 : 3) nlm_sym2d_rows_kernel(const float* __restrict__ u, KernelParams k,
+                                                                     SymLayout l, float* __restrict__ own_sums,
+                                                                     float* __restrict__ regions) {
   constexpr int kRowsA = kTy2 + 2 * RP, kRunA = kChunk2 + 2 * RP;
   static_assert((kTx2 / kChunk2) * kRowsA <= kThreads, "pass A: one run per thread");
   extern __shared__ float shared[];
@@ -427,21 +499,11 @@ __global__ void __launch_bounds__(kThreads, CENTRE_MAX ? 2 : 3) nlm_sym2d_kernel
   const int x0 = blockIdx.x * kTx2, y0 = blockIdx.y * kTy2;
   const HalfWindowPart part = half_window_part(k, blockIdx.z, gridDim.z);
   const int tid = threadIdx.x;
-  {  // U: rows y0 + dy_lo - RP ..., columns x0 - rs - RP ...; S starts at zero.
-    const int ux0 = x0 - k.rs - RP, uy0 = y0 + part.dy_lo - RP;
-    for (int i = tid; i < l.ux * l.uy; i += kThreads) {
-      const int ix = i % l.ux, iy = i / l.ux;
-      U[iy * l.sx + ix] = u[(long long)mirror(uy0 + iy, k.ny) * k.nx + mirror(ux0 + ix, k.nx)];
-    }
-    for (int i = tid; i < int(l.s_floats); i += kThreads) {
-      S[i] = make_float2(0.0f, 0.0f);
-      if constexpr (CENTRE_MAX) S_max[i] = 0.0f;
-    }
-  }
+  load_shifted_rows_clear_s<CENTRE_MAX>(U, S, S_max, u, k, l, x0, y0, part.dy_lo);
   // Pass A: row ra (tile row ra - RP), columns ca * 16 - RP ...; its own values come from global memory.
   const bool a_active = tid < (kTx2 / kChunk2) * kRowsA;
   const int ra = tid % kRowsA, ca = tid / kRowsA;
-  const int a_base = ra * l.sx + ca * kChunk2 + k.rs - part.dy_lo * l.sx;  // shifted run at d = (0, 0)
+  const int a_base = ra * l.u_stride + ca * kChunk2 + k.rs - part.dy_lo * l.u_stride;  // shifted run at d = (0, 0)
   float own[kRunA];
   {
     const float* row = u + (long long)mirror(y0 - RP + ra, k.ny) * k.nx;
@@ -454,27 +516,27 @@ __global__ void __launch_bounds__(kThreads, CENTRE_MAX ? 2 : 3) nlm_sym2d_kernel
   float centre[kRy2];
 #pragma unroll
   for (int t = 0; t < kRy2; ++t) centre[t] = __ldg(u + (long long)mirror(yb + t, k.ny) * k.nx + mirror(x, k.nx));
-  const float* q_base = U + (gb * kRy2 + RP - part.dy_lo) * l.sx + cb + k.rs + RP;  // u(p + d) at d = (dx, dy): + dy sx + dx
+  const float* q_base = U + (gb * kRy2 + RP - part.dy_lo) * l.u_stride + cb + k.rs + RP;  // u(p + d) at d = (dx, dy): + dy sx + dx
   const int s_base = (gb * kRy2 - part.dy_lo) * l.sw + cb + k.rs;                    // S(p + d): + dy sw + dx
   Accumulators<kRy2, CENTRE_MAX> acc;
   const bool inside = x0 >= k.rs && x0 + kTx2 + k.rs <= k.nx && y0 + kTy2 + part.dy_hi <= k.ny;
   __syncthreads();
 
   auto pass_a = [&](int dx, int dy, float* Hx) {
-    if (a_active) row_patch_sums<RP, kChunk2, UNIFORM>(own, U + a_base + dy * l.sx + dx, Hx + ra * kHs2 + ca * kChunk2, k.g);
+    if (a_active) row_patch_sums<RP, kChunk2, UNIFORM>(own, U + a_base + dy * l.u_stride + dx, Hx + ra * kHs2 + ca * kChunk2, k.g);
   };
-  auto pass_b = [&](int dx, int dy, const float* Hx, auto check_border) {
+  auto pass_b = [&](int dx, int dy, const float* Hx, auto check_border, bool /*last*/) {
     constexpr bool kCheck = decltype(check_border)::value;
     if (kCheck && (x >= k.nx || unsigned(x + dx) >= unsigned(k.nx))) return;  // p or q outside for the whole column
     float distance[kRy2];
-    column_patch_sums<RP, UNIFORM>(Hx + gb * kRy2 * kHs2 + cb, distance, k.g);
-    const float* q = q_base + dy * l.sx + dx;
+    strided_patch_sums<RP, kRy2, UNIFORM>(Hx + gb * kRy2 * kHs2 + cb, kHs2, distance, k.g);
+    const float* q = q_base + dy * l.u_stride + dx;
     const int s = s_base + dy * l.sw + dx;
 #pragma unroll
     for (int t = 0; t < kRy2; ++t) {
       float w = l2_weight(distance[t], k);
       if (kCheck && yb + t + dy >= k.ny) w = 0.0f;  // p + d below the image (or p itself: dy >= 0)
-      acc.add(t, w, q[t * l.sx]);
+      acc.add(t, w, q[t * l.u_stride]);
       float2 mirrored = S[s + t * l.sw];
       mirrored.x = fmaf(w, centre[t], mirrored.x);
       mirrored.y += w;
@@ -486,24 +548,120 @@ __global__ void __launch_bounds__(kThreads, CENTRE_MAX ? 2 : 3) nlm_sym2d_kernel
   walk_double_buffered(WindowWalk(k, part.begin, part.end), H, hbuf, inside, pass_a, pass_b);
 
   // This block's S, then its own sums; the combine kernel adds them up.
-  float* region = regions + ((std::size_t(blockIdx.z) * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x) *
-                                l.region_floats();
-  for (int i = tid; i < int(l.s_floats); i += kThreads) {
-    region[i] = S[i].x;
-    region[l.s_floats + i] = S[i].y;
-    if constexpr (CENTRE_MAX) region[2 * l.s_floats + i] = S_max[i];
-  }
+  write_region<CENTRE_MAX>(S, S_max, l, regions);
   if (x >= k.nx) return;
-  const long long n = (long long)k.nx * k.ny;
-  float* sums = own_sums + 3 * n * blockIdx.z;
 #pragma unroll
   for (int t = 0; t < kRy2; ++t) {
-    const long long i = (long long)(yb + t) * k.nx + x;
-    if (yb + t < k.ny) {
-      sums[i] = acc.sum[t];
-      sums[n + i] = acc.weight_sum[t];
-      sums[2 * n + i] = acc.weight_max[t];
+    if (yb + t < k.ny) store_own_sums(own_sums, (long long)k.nx * k.ny, (long long)(yb + t) * k.nx + x, acc, t);
+  }
+}
+
+
+template <int RP, bool UNIFORM, bool CENTRE_MAX>
+__global__ void __launch_bounds__(kThreads, 2) nlm_sym2d_ring_kernel(const float* __restrict__ u, KernelParams k,
+                                                                     SymLayout l, float* __restrict__ own_sums,
+                                                                     float* __restrict__ regions) {
+  constexpr int kRunA = 16, kColsA = kTx2 + 2 * RP;  // pass A: a column of 16 tile rows
+  constexpr int kRunB = 8;                           // pass B: a row of 8 tile columns
+  static_assert(kColsA * (kTy2 / kRunA) <= kThreads, "pass A: one run per thread");
+  static_assert(kTy2 * (kTx2 / kRunB) == kThreads, "pass B: one run per thread");
+  extern __shared__ float shared[];
+  float* U = shared;
+  float* H = U + l.u_floats;
+  float2* S = reinterpret_cast<float2*>(H + l.h_floats);  // (sum, weight sum)
+  float* S_max = reinterpret_cast<float*>(S + l.s_floats);  // CENTRE_MAX only
+  constexpr int kHs = hy_stride(RP);
+  const int hbuf = kTy2 * kHs;
+  const int x0 = blockIdx.x * kTx2, y0 = blockIdx.y * kTy2;
+  const HalfWindowPart part = half_window_part(k, blockIdx.z, gridDim.z);
+  const int tid = threadIdx.x;
+  load_shifted_rows_clear_s<CENTRE_MAX>(U, S, S_max, u, k, l, x0, y0, part.dy_lo);
+  // Pass A: column ca (tile column ca - RP), tile rows ra * 16 ...; its own values come from global memory.
+  const bool a_active = tid < kColsA * (kTy2 / kRunA);
+  const int ca = tid % kColsA, ra = tid / kColsA;
+  const int a_base = (ca + k.rs) * l.u_stride + ra * kRunA - part.dy_lo;  // shifted run at d = (0, 0)
+  float own[kRunA + 2 * RP];
+  {
+    const int column = mirror(x0 - RP + ca, k.nx);
+#pragma unroll
+    for (int j = 0; j < kRunA + 2 * RP; ++j) {
+      own[j] = a_active ? __ldg(u + (long long)mirror(y0 - RP + ra * kRunA + j, k.ny) * k.nx + column) : 0.0f;
     }
+  }
+  // Pass B: tile row yb, columns rb * 8 ... rb * 8 + 7, and their values u(p) for the mirrored contributions.
+  const int yb = tid % kTy2, rb = tid / kTy2;
+  const int x = x0 + rb * kRunB, y = y0 + yb;
+  float centre[kRunB];
+#pragma unroll
+  for (int t = 0; t < kRunB; ++t) centre[t] = __ldg(u + (long long)mirror(y, k.ny) * k.nx + mirror(x + t, k.nx));
+  const float* q_base = U + (rb * kRunB + k.rs + RP) * l.u_stride + yb + RP - part.dy_lo;  // u(p + d): + dx sy + dy
+  const int s_base = (yb - part.dy_lo) * l.sw + rb * kRunB + k.rs;                    // S(p + d): + dy sw + dx
+  Accumulators<kRunB, CENTRE_MAX> acc;
+  Accumulators<kRunB, CENTRE_MAX> ring;  // slot t: the sums for p_t + d, handed over as d moves on
+  float q[kRunB];                        // u(p_t + d)
+  auto load_q = [&](int dx, int dy) {
+#pragma unroll
+    for (int t = 0; t < kRunB; ++t) q[t] = q_base[(dx + t) * l.u_stride + dy];
+  };
+  const bool inside = x0 >= k.rs && x0 + kTx2 + k.rs <= k.nx && y0 + kTy2 + part.dy_hi <= k.ny;
+  __syncthreads();  // U is in place
+  const WindowWalk walk(k, part.begin, part.end);
+  load_q(walk.dx, walk.dy);
+
+  auto pass_a = [&](int dx, int dy, float* Hy) {
+    if (!a_active) return;
+    float h[kRunA];
+    difference_patch_sums<RP, kRunA, UNIFORM>(own, U + a_base + dx * l.u_stride + dy, 1, h, k.g);
+#pragma unroll
+    for (int t = 0; t < kRunA; ++t) Hy[(ra * kRunA + t) * kHs + ca] = h[t];
+  };
+  auto hand_over = [&](int at, int t) {  // ring slot t into S
+    float2 mirrored = S[at];
+    mirrored.x += ring.sum[t];
+    mirrored.y += ring.weight_sum[t];
+    S[at] = mirrored;
+    if constexpr (CENTRE_MAX) S_max[at] = fmaxf(S_max[at], ring.weight_max[t]);
+  };
+  auto pass_b = [&](int dx, int dy, const float* Hy, auto check_border, bool last) {
+    constexpr bool kCheck = decltype(check_border)::value;
+    float distance[kRunB];
+    strided_patch_sums<RP, kRunB, UNIFORM>(Hy + yb * kHs + rb * kRunB, 1, distance, k.g);
+#pragma unroll
+    for (int t = 0; t < kRunB; ++t) {
+      float w = l2_weight(distance[t], k);
+      // p outside the image (a partial tile) or p + d outside (dy >= 0: only right, left or below).
+      if (kCheck && (x + t >= k.nx || y >= k.ny || unsigned(x + t + dx) >= unsigned(k.nx) || y + dy >= k.ny)) w = 0.0f;
+      acc.add(t, w, q[t]);
+      ring.add(t, w, centre[t]);
+    }
+    const int s = s_base + dy * l.sw + dx;
+    if (last || dx == k.rs) {  // the next displacement starts a window row: every slot has its last term
+#pragma unroll
+      for (int t = 0; t < kRunB; ++t) hand_over(s + t, t);
+      ring = Accumulators<kRunB, CENTRE_MAX>();
+      if (!last) load_q(-k.rs, dy + 1);
+      return;
+    }
+    hand_over(s, 0);
+#pragma unroll
+    for (int t = 0; t + 1 < kRunB; ++t) {
+      ring.sum[t] = ring.sum[t + 1];
+      ring.weight_sum[t] = ring.weight_sum[t + 1];
+      ring.weight_max[t] = ring.weight_max[t + 1];
+      q[t] = q[t + 1];
+    }
+    ring.sum[kRunB - 1] = ring.weight_sum[kRunB - 1] = ring.weight_max[kRunB - 1] = 0.0f;
+    q[kRunB - 1] = q_base[(dx + kRunB) * l.u_stride + dy];  // u(p_7 + d + (1, 0))
+  };
+
+  walk_double_buffered(walk, H, hbuf, inside, pass_a, pass_b);
+
+  // This block's S, then its own sums; the combine kernel adds them up.
+  write_region<CENTRE_MAX>(S, S_max, l, regions);
+  if (y >= k.ny) return;
+#pragma unroll
+  for (int t = 0; t < kRunB; ++t) {
+    if (x + t < k.nx) store_own_sums(own_sums, (long long)k.nx * k.ny, (long long)y * k.nx + x + t, acc, t);
   }
 }
 
@@ -559,16 +717,30 @@ int window_parts(const KernelParams& k, int displacements) {
 
 int full_window_parts(const KernelParams& k) { return window_parts(k, (2 * k.rs + 1) * (2 * k.rs + 1)); }
 
-// The symmetric 2D kernel where its shared memory leaves room for two blocks per SM (search
-// radius up to about 45 on large images); beyond, the one-sided kernel. The environment variable
-// CTD_NLM_FUSED_ONE_SIDED (any value) forces the one-sided kernel: for tests and benchmarks.
-constexpr std::size_t kSymMaxBytes = 113 * 1024;
+// Which 2D kernel: rows where it fits three blocks per SM (its S is small: search radius up to
+// about 15, centre weight 1), else ring where it fits two (search radius up to about 45 on large
+// images), else the one-sided kernel. The environment variable CTD_NLM_FUSED_2D (one-sided, rows
+// or ring) forces one where it fits: for tests and benchmarks.
+enum class Kernel2d { OneSided, Rows, Ring };
+constexpr std::size_t kThreeBlocksBytes = 74 * 1024, kTwoBlocksBytes = 113 * 1024;
 
-bool symmetric(const KernelParams& k, SymLayout* layout = nullptr) {
-  if (k.rsz != 0 || k.rs == 0 || std::getenv("CTD_NLM_FUSED_ONE_SIDED") != nullptr) return false;
-  const SymLayout l = sym_layout(k, window_parts(k, (2 * k.rs + 1) * (2 * k.rs + 1) / 2));
-  if (layout) *layout = l;
-  return l.bytes() <= kSymMaxBytes;
+Kernel2d kernel_2d(const KernelParams& k, SymLayout* layout = nullptr) {
+  if (k.rsz != 0 || k.rs == 0) return Kernel2d::OneSided;
+  const char* forced = std::getenv("CTD_NLM_FUSED_2D");
+  const std::string force = forced ? forced : "";
+  if (force == "one-sided") return Kernel2d::OneSided;
+  const int parts = window_parts(k, (2 * k.rs + 1) * (2 * k.rs + 1) / 2);
+  const SymLayout rows = sym_layout(k, parts, false), ring = sym_layout(k, parts, true);
+  const bool rows_fits = rows.bytes() <= (force == "rows" ? kTwoBlocksBytes : kThreeBlocksBytes);
+  if (force != "ring" && rows_fits && (!k.centre_max || force == "rows")) {
+    if (layout) *layout = rows;
+    return Kernel2d::Rows;
+  }
+  if (force != "rows" && ring.bytes() <= kTwoBlocksBytes) {
+    if (layout) *layout = ring;
+    return Kernel2d::Ring;
+  }
+  return Kernel2d::OneSided;
 }
 
 // As much shared memory as the SM has: several blocks of 45-110 KB per SM.
@@ -589,9 +761,13 @@ void launch_radius(const float* in, float* out, float* workspace, const KernelPa
     return k.centre_max ? gaussian_max : gaussian_kernel;
   };
   SymLayout sym{};
-  if (symmetric(k, &sym)) {
-    auto kernel = pick(nlm_sym2d_kernel<RP, true, false>, nlm_sym2d_kernel<RP, true, true>,
-                       nlm_sym2d_kernel<RP, false, false>, nlm_sym2d_kernel<RP, false, true>);
+  const Kernel2d kind = kernel_2d(k, &sym);
+  if (kind != Kernel2d::OneSided) {
+    auto kernel = kind == Kernel2d::Rows
+                      ? pick(nlm_sym2d_rows_kernel<RP, true, false>, nlm_sym2d_rows_kernel<RP, true, true>,
+                             nlm_sym2d_rows_kernel<RP, false, false>, nlm_sym2d_rows_kernel<RP, false, true>)
+                      : pick(nlm_sym2d_ring_kernel<RP, true, false>, nlm_sym2d_ring_kernel<RP, true, true>,
+                             nlm_sym2d_ring_kernel<RP, false, false>, nlm_sym2d_ring_kernel<RP, false, true>);
     set_shared_bytes(kernel, sym.bytes());
     float* own_sums = workspace;
     float* regions = workspace + 3 * n * sym.parts;
@@ -637,7 +813,7 @@ void launch_radius(const float* in, float* out, float* workspace, const KernelPa
 std::size_t nlm_slide_workspace_floats(const KernelParams& k) {
   const std::size_t n = std::size_t(k.nx) * k.ny * k.nz;
   SymLayout sym{};
-  if (symmetric(k, &sym)) return sym.parts * (3 * n + std::size_t(sym.nbx) * sym.nby * sym.region_floats());
+  if (kernel_2d(k, &sym) != Kernel2d::OneSided) return sym.parts * (3 * n + std::size_t(sym.nbx) * sym.nby * sym.region_floats());
   const int parts = full_window_parts(k);
   return parts > 1 ? parts * 3 * n : 0;
 }
@@ -646,7 +822,7 @@ std::size_t nlm_slide_shared_bytes(const KernelParams& k, bool /*uniform_patch*/
   if (k.l1 || k.rp < 1) return 0;
   if (k.rp > (k.rsz == 0 ? kMaxRp2 : kMaxRp3)) return 0;
   SymLayout sym{};
-  return symmetric(k, &sym) ? sym.bytes() : slide_layout(k).bytes();
+  return kernel_2d(k, &sym) != Kernel2d::OneSided ? sym.bytes() : slide_layout(k).bytes();
 }
 
 void nlm_slide_launch(const float* in, float* out, float* workspace, const KernelParams& k, bool uniform_patch,

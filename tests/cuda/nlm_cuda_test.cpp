@@ -10,6 +10,7 @@
 #include <cuda_runtime.h>
 #endif
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 
@@ -47,6 +48,7 @@ const Case kCases[] = {
     {"2D several tiles each way", {130, 70, 1}, 4, 3},
     {"2D split search window", {90, 50, 1}, 9, 2},
     {"2D interior tiles", {200, 120, 1}, 5, 2},  // blocks whose whole window is inside: no border test
+    {"2D N1-like radii", {150, 97, 1}, 10, 4},   // window parts that start inside a window row
     {"3D interior tiles", {80, 30, 28}, 2, 1},
     {"2D split window centre max", {50, 40, 1}, 8, 1, 40, 0, ctd::PatchKernel::Uniform, 1, ctd::PatchDistance::L2,
      ctd::CentreWeight::Max},
@@ -99,22 +101,33 @@ TEST_P(NlmCuda, EveryVariantMatchesTheReference) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, NlmCuda, ::testing::ValuesIn(kCases), testing_util::case_name);
 
-// The 2D fused kernel takes each unordered pair once up to a search radius of about 45 on large
-// images and runs the one-sided sliding kernel beyond; CTD_NLM_FUSED_ONE_SIDED forces the latter,
-// so that the small cases reach it too.
-TEST(NlmCudaProperties, OneSidedFusedKernelMatchesTheReference) {
+// The 2D fused kernel has three forms: symmetric pairs with S updated per pair (rows, small search
+// windows), symmetric pairs through a register ring (ring, search radius up to about 45) and the
+// one-sided kernel beyond. CTD_NLM_FUSED_2D forces each, so that every case reaches all three.
+class NlmCudaFused2d : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(NlmCudaFused2d, MatchesTheReferenceOnEvery2dCase) {
   CTD_REQUIRE_CUDA_DEVICE();
-  const testing_util::ScopedEnv one_sided("CTD_NLM_FUSED_ONE_SIDED", "1");
+  const testing_util::ScopedEnv kernel("CTD_NLM_FUSED_2D", GetParam());
   int cases = 0;
   for (const Case& c : kCases) {
     if (!c.dims.is_2d() || c.distance != ctd::PatchDistance::L2) continue;
     const ctd::Volume in = testing_util::random_volume(c.dims, 778);
-    const auto cmp = compare(run_cuda(in, to_params(c, ctd::NlmAlgorithm::Fused)), ref::nlm(testing_util::to_ref(in), to_ref(c)));
+    const ctd::Volume out = run_cuda(in, to_params(c, ctd::NlmAlgorithm::Fused));
+    const auto cmp = compare(out, ref::nlm(testing_util::to_ref(in), to_ref(c)));
     EXPECT_LE(cmp.relative_l2, 1e-5) << c.name << ": " << cmp.where(in.dims());
+    EXPECT_TRUE(testing_util::bit_identical(out, run_cuda(in, to_params(c, ctd::NlmAlgorithm::Fused)))) << c.name;
     ++cases;
   }
-  EXPECT_GE(cases, 8);
+  EXPECT_GE(cases, 9);
 }
+
+INSTANTIATE_TEST_SUITE_P(Kernels, NlmCudaFused2d, ::testing::Values("rows", "ring", "one-sided"),
+                         [](const ::testing::TestParamInfo<const char*>& kernel_info) {
+                           std::string name = kernel_info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
 
 TEST(NlmCudaProperties, BitIdenticalRerunsAndCloseToCpu) {
   CTD_REQUIRE_CUDA_DEVICE();
