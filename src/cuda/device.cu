@@ -45,6 +45,26 @@ std::size_t max_shared_bytes() {
   return std::size_t(bytes);
 }
 
+std::size_t shared_bytes_per_sm() {
+  static const std::size_t bytes = [] {
+    int device = 0, per_sm = 0;
+    CTD_CUDA_CHECK(cudaGetDevice(&device));
+    CTD_CUDA_CHECK(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+    return std::size_t(per_sm);
+  }();
+  return bytes;
+}
+
+std::size_t reserved_shared_bytes_per_block() {
+  static const std::size_t bytes = [] {
+    int device = 0, reserved = 0;
+    CTD_CUDA_CHECK(cudaGetDevice(&device));
+    CTD_CUDA_CHECK(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, device));
+    return std::size_t(reserved);
+  }();
+  return bytes;
+}
+
 int sm_count() {
   static const int count = [] {
     int device = 0, sms = 0;

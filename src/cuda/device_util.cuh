@@ -21,5 +21,8 @@ void require_device();
 std::size_t max_shared_bytes();
 // Streaming multiprocessors of the current device.
 int sm_count();
+// Shared memory of one SM, and what the system keeps of it per resident block.
+std::size_t shared_bytes_per_sm();
+std::size_t reserved_shared_bytes_per_block();
 
 }  // namespace ctd::cuda

@@ -704,8 +704,8 @@ dim3 tiles_2d(const KernelParams& k) {
   return dim3(unsigned((k.nx + kTx2 - 1) / kTx2), unsigned((k.ny + kTy2 - 1) / kTy2));
 }
 
-// Ranges of the search window for a 2D image: enough blocks for about four per SM, each range
-// keeping at least 64 displacements. 3D volumes fill the GPU with tiles.
+// Ranges of the search window for the one-sided 2D kernel: enough blocks for about four per SM,
+// each range keeping at least 64 displacements. 3D volumes fill the GPU with tiles.
 int window_parts(const KernelParams& k, int displacements) {
   if (k.rsz != 0) return 1;
   const int sms = sm_count();
@@ -717,27 +717,62 @@ int window_parts(const KernelParams& k, int displacements) {
 
 int full_window_parts(const KernelParams& k) { return window_parts(k, (2 * k.rs + 1) * (2 * k.rs + 1)); }
 
-// Which 2D kernel: rows where it fits three blocks per SM (its S is small: search radius up to
-// about 15, centre weight 1), else ring where it fits two (search radius up to about 45 on large
-// images), else the one-sided kernel. The environment variable CTD_NLM_FUSED_2D (one-sided, rows
-// or ring) forces one where it fits: for tests and benchmarks.
+// Which 2D kernel (measured side by side on the H100, bench/results/*-nlm-fused-v7.md): rows for
+// short window rows (search radius below 8: ring hands its whole ring over at the end of every
+// window row) and where rows, at three blocks per SM, runs all its blocks at once up to a search
+// radius of 12 (N1); ring otherwise (N2, N3, S003 from search 31^2), where it fits two blocks
+// per SM (search radius up to about 45 on large images); rows where it fits three and ring does
+// not fit; else the one-sided kernel. Centre weight max: ring (rows has two blocks per SM then).
+// The environment variable CTD_NLM_FUSED_2D (one-sided, rows or ring) forces one where it fits:
+// for tests and benchmarks.
+//
+// Each takes the number of window parts that finishes soonest: the blocks run in rounds of
+// (SMs x blocks per SM) and a block walks its part of the window after a fixed start (U, S), so
+// the time goes as rounds x (displacements / parts + start). (N2, 128 tiles, 2 blocks per SM: 5
+// parts are 640 blocks in 3 rounds of 264, 4 parts 512 blocks in 2.) Parts are at most what
+// gives about four blocks per SM: each costs the combine kernel a pass over the image.
 enum class Kernel2d { OneSided, Rows, Ring };
-constexpr std::size_t kThreeBlocksBytes = 74 * 1024, kTwoBlocksBytes = 113 * 1024;
+
+struct SymChoice {
+  SymLayout layout;
+  int blocks_per_sm = 0;
+  long long rounds = 0;  // of SMs x blocks per SM blocks
+  double time = 0;  // rounds x (displacements per part + start), in displacements
+};
+
+SymChoice best_parts(const KernelParams& k, bool ring, int register_bound, int min_blocks_per_sm) {
+  const int half = (2 * k.rs + 1) * (2 * k.rs + 1) / 2;
+  const long long tiles = (long long)tiles_2d(k).x * tiles_2d(k).y;
+  const int max_parts = window_parts(k, half);
+  constexpr double kStartDisplacements = 16;  // a block's start (U, S) against one displacement
+  SymChoice best{};
+  for (int parts = 1; parts <= max_parts; ++parts) {
+    const SymLayout l = sym_layout(k, parts, ring);
+    const int per_sm = int(std::min<std::size_t>(
+        register_bound, shared_bytes_per_sm() / (l.bytes() + reserved_shared_bytes_per_block())));
+    if (per_sm < min_blocks_per_sm || l.bytes() > max_shared_bytes()) continue;
+    const long long slots = (long long)sm_count() * per_sm;
+    const long long rounds = (tiles * parts + slots - 1) / slots;
+    const double time = double(rounds) * (double(half) / parts + kStartDisplacements);
+    if (best.blocks_per_sm == 0 || time < best.time * 0.999) best = SymChoice{l, per_sm, rounds, time};
+  }
+  return best;
+}
 
 Kernel2d kernel_2d(const KernelParams& k, SymLayout* layout = nullptr) {
   if (k.rsz != 0 || k.rs == 0) return Kernel2d::OneSided;
   const char* forced = std::getenv("CTD_NLM_FUSED_2D");
   const std::string force = forced ? forced : "";
   if (force == "one-sided") return Kernel2d::OneSided;
-  const int parts = window_parts(k, (2 * k.rs + 1) * (2 * k.rs + 1) / 2);
-  const SymLayout rows = sym_layout(k, parts, false), ring = sym_layout(k, parts, true);
-  const bool rows_fits = rows.bytes() <= (force == "rows" ? kTwoBlocksBytes : kThreeBlocksBytes);
-  if (force != "ring" && rows_fits && (!k.centre_max || force == "rows")) {
-    if (layout) *layout = rows;
+  const SymChoice rows = best_parts(k, false, k.centre_max ? 2 : 3, force == "rows" ? 1 : 3);
+  const SymChoice ring = best_parts(k, true, 2, force == "ring" ? 1 : 2);
+  const bool rows_preferred = k.rs < 8 || (k.rs <= 12 && rows.rounds == 1) || ring.blocks_per_sm == 0;
+  if (force != "ring" && rows.blocks_per_sm > 0 && (rows_preferred || force == "rows")) {
+    if (layout) *layout = rows.layout;
     return Kernel2d::Rows;
   }
-  if (force != "rows" && ring.bytes() <= kTwoBlocksBytes) {
-    if (layout) *layout = ring;
+  if (force != "rows" && ring.blocks_per_sm > 0) {
+    if (layout) *layout = ring.layout;
     return Kernel2d::Ring;
   }
   return Kernel2d::OneSided;
