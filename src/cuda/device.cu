@@ -38,40 +38,30 @@ void require_device() {
   if (!device_present(&why)) throw Error(ErrorKind::Cuda, why);
 }
 
-std::size_t max_shared_bytes() {
-  int device = 0, bytes = 0;
+namespace {
+// One attribute of the current device.
+int attribute(cudaDeviceAttr which) {
+  int device = 0, value = 0;
   CTD_CUDA_CHECK(cudaGetDevice(&device));
-  CTD_CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  return std::size_t(bytes);
+  CTD_CUDA_CHECK(cudaDeviceGetAttribute(&value, which, device));
+  return value;
 }
+}  // namespace
+
+std::size_t max_shared_bytes() { return std::size_t(attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin)); }
 
 std::size_t shared_bytes_per_sm() {
-  static const std::size_t bytes = [] {
-    int device = 0, per_sm = 0;
-    CTD_CUDA_CHECK(cudaGetDevice(&device));
-    CTD_CUDA_CHECK(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
-    return std::size_t(per_sm);
-  }();
+  static const std::size_t bytes = std::size_t(attribute(cudaDevAttrMaxSharedMemoryPerMultiprocessor));
   return bytes;
 }
 
 std::size_t reserved_shared_bytes_per_block() {
-  static const std::size_t bytes = [] {
-    int device = 0, reserved = 0;
-    CTD_CUDA_CHECK(cudaGetDevice(&device));
-    CTD_CUDA_CHECK(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, device));
-    return std::size_t(reserved);
-  }();
+  static const std::size_t bytes = std::size_t(attribute(cudaDevAttrReservedSharedMemoryPerBlock));
   return bytes;
 }
 
 int sm_count() {
-  static const int count = [] {
-    int device = 0, sms = 0;
-    CTD_CUDA_CHECK(cudaGetDevice(&device));
-    CTD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    return sms;
-  }();
+  static const int count = attribute(cudaDevAttrMultiProcessorCount);
   return count;
 }
 
