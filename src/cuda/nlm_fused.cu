@@ -415,7 +415,6 @@ struct SymLayout {
   bool ring;          // the ring kernel's layout, else the rows kernel's
   int ux, uy;         // U holds the shifted rows only
   int u_stride;       // rows: row stride; ring: column stride (U column by column); odd
-  int hs;             // ring: Hy row stride, hy_stride(rp)
   int channels;       // sum, weight sum, and the running max where the centre weight needs it
   int nbx, nby;       // tiles
   std::size_t u_floats, h_floats, s_floats;  // s_floats: one channel
@@ -433,7 +432,6 @@ SymLayout sym_layout(const KernelParams& k, int parts, bool ring) {
   }
   l.sw = (kTx2 + 2 * k.rs) | 1;
   l.sh = kTy2 + l.span;
-  l.hs = hy_stride(k.rp);
   l.ux = kTx2 + 2 * (k.rs + k.rp);
   l.uy = kTy2 + 2 * k.rp + l.span;
   l.u_stride = (ring ? l.uy : l.ux) | 1;
@@ -441,7 +439,7 @@ SymLayout sym_layout(const KernelParams& k, int parts, bool ring) {
   l.nbx = (k.nx + kTx2 - 1) / kTx2;
   l.nby = (k.ny + kTy2 - 1) / kTy2;
   l.u_floats = (std::size_t(ring ? l.ux : l.uy) * l.u_stride + 3) / 4 * 4;  // rows: H after U takes float4 stores
-  l.h_floats = 2 * std::size_t(ring ? kTy2 * l.hs : (kTy2 + 2 * k.rp) * kHs2);  // double-buffered
+  l.h_floats = 2 * std::size_t(ring ? kTy2 * hy_stride(k.rp) : (kTy2 + 2 * k.rp) * kHs2);  // double-buffered
   l.s_floats = std::size_t(l.sw) * l.sh;
   return l;
 }
@@ -742,7 +740,8 @@ struct SymChoice {
 
 SymChoice best_parts(const KernelParams& k, bool ring, int register_bound, int min_blocks_per_sm) {
   const int half = (2 * k.rs + 1) * (2 * k.rs + 1) / 2;
-  const long long tiles = (long long)tiles_2d(k).x * tiles_2d(k).y;
+  const dim3 grid = tiles_2d(k);
+  const long long tiles = (long long)grid.x * grid.y;
   const int max_parts = window_parts(k, half);
   constexpr double kStartDisplacements = 16;  // a block's start (U, S) against one displacement
   SymChoice best{};
