@@ -77,9 +77,9 @@ __device__ void load_tile(float* U, const float* __restrict__ u, const KernelPar
 template <int RP, int N, bool UNIFORM>
 __device__ __forceinline__ void patch_sums(const float (&e)[N + 2 * RP], float (&out)[N], const float* g) {
   if constexpr (UNIFORM) {
-    float s = 0;
+    float s = e[0];
 #pragma unroll
-    for (int j = 0; j <= 2 * RP; ++j) s += e[j];
+    for (int j = 1; j <= 2 * RP; ++j) s += e[j];
     out[0] = s;
 #pragma unroll
     for (int i = 1; i < N; ++i) {
@@ -161,9 +161,9 @@ __device__ __forceinline__ void difference_patch_sums(const float (&own)[N + 2 *
 #pragma unroll
   for (int j = 0; j < N + 2 * RP; ++j) d[j] = own[j] - shifted[j * stride];
   if constexpr (UNIFORM) {  // the running sum with the squares folded into FMAs: two per output
-    float s = 0;
+    float s = d[0] * d[0];
 #pragma unroll
-    for (int j = 0; j <= 2 * RP; ++j) s = fmaf(d[j], d[j], s);
+    for (int j = 1; j <= 2 * RP; ++j) s = fmaf(d[j], d[j], s);
     out[0] = s;
 #pragma unroll
     for (int i = 1; i < N; ++i) {
@@ -303,6 +303,18 @@ __global__ void __launch_bounds__(kThreads, 2) nlm_slide3d_kernel(const float* _
   float own[kRunA];
 #pragma unroll
   for (int j = 0; j < kRunA; ++j) own[j] = a_active ? U[a_base + j] : 0.0f;
+  // Pass B: the columns (x = i % 32, plane i / 32) i = tid, tid + 256, ... down y, into Hxy.
+  constexpr int kRunsB = kTx3 * kPlanes, kRunsPerThreadB = (kRunsB + kThreads - 1) / kThreads;
+  static_assert(kRunsB >= kThreads, "pass B: every thread has a first column");
+  int b_src[kRunsPerThreadB], b_dst[kRunsPerThreadB];
+  bool b_exists[kRunsPerThreadB];
+#pragma unroll
+  for (int j = 0; j < kRunsPerThreadB; ++j) {
+    const int i = tid + j * kThreads;
+    b_exists[j] = j == 0 || i < kRunsB;
+    b_src[j] = (i / kTx3) * kRowsY * kHs3 + i % kTx3;
+    b_dst[j] = (i / kTx3) * kTy3 * kTx3 + i % kTx3;
+  }
   // Pass C: column (xc, yc) along z.
   const int xc = tid % kTx3, yc = tid / kTx3;
   const int x = x0 + xc, y = y0 + yc;
@@ -317,12 +329,13 @@ __global__ void __launch_bounds__(kThreads, 2) nlm_slide3d_kernel(const float* _
     }
   };
   auto pass_b = [&]() {
-    for (int i = tid; i < kTx3 * kPlanes; i += kThreads) {
-      const int xb = i % kTx3, zb = i / kTx3;
-      float h[kTy3];
-      strided_patch_sums<RP, kTy3, UNIFORM>(Hx + zb * kRowsY * kHs3 + xb, kHs3, h, k.g);
 #pragma unroll
-      for (int t = 0; t < kTy3; ++t) Hxy[(zb * kTy3 + t) * kTx3 + xb] = h[t];
+    for (int j = 0; j < kRunsPerThreadB; ++j) {
+      if (!b_exists[j]) continue;
+      float h[kTy3];
+      strided_patch_sums<RP, kTy3, UNIFORM>(Hx + b_src[j], kHs3, h, k.g);
+#pragma unroll
+      for (int t = 0; t < kTy3; ++t) Hxy[b_dst[j] + t * kTx3] = h[t];
     }
   };
   auto pass_c = [&](int dx, int dy, int dz, auto check_border) {

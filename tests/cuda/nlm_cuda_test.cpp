@@ -50,6 +50,8 @@ const Case kCases[] = {
     {"2D interior tiles", {200, 120, 1}, 5, 2},  // blocks whose whole window is inside: no border test
     {"2D N1-like radii", {150, 97, 1}, 10, 4},   // window parts that start inside a window row
     {"3D interior tiles", {80, 30, 28}, 2, 1},
+    {"3D N4-like patch, interior tiles", {70, 20, 20}, 3, 2},  // pass A in half rows, pass B in runs of 4
+    {"3D patch radius 3", {33, 17, 11}, 2, 3},                   // pass A in whole rows, pass B in runs of 8
     {"2D split window centre max", {50, 40, 1}, 8, 1, 40, 0, ctd::PatchKernel::Uniform, 1, ctd::PatchDistance::L2,
      ctd::CentreWeight::Max},
     {"2D patch radius 7", {70, 40, 1}, 3, 7},
