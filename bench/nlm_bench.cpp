@@ -118,27 +118,30 @@ int main(int argc, char** argv) {
     }
     ctd::Volume naive_out;
     double naive_ms = -1;
-    // fused-one-sided, fused-rows, fused-ring: one 2D fused kernel forced (CTD_NLM_FUSED_2D), for
-    // comparison with the one `fused` picks.
+    // fused-one-sided, fused-rows, fused-ring (2D), fused-symmetric (3D): one fused kernel forced
+    // (CTD_NLM_FUSED_2D, CTD_NLM_FUSED_3D), for comparison with the one `fused` picks.
     struct Run {
       ctd::NlmAlgorithm variant;
-      const char* kernel_2d;  // null: the backend's choice
+      const char* kernel;  // null: the backend's choice
     };
     for (const Run run : {Run{ctd::NlmAlgorithm::Naive, nullptr}, Run{ctd::NlmAlgorithm::Tiled, nullptr},
                           Run{ctd::NlmAlgorithm::ZSlide, nullptr}, Run{ctd::NlmAlgorithm::Displacement, nullptr},
                           Run{ctd::NlmAlgorithm::RowWise, nullptr}, Run{ctd::NlmAlgorithm::Fused, "one-sided"},
                           Run{ctd::NlmAlgorithm::Fused, "rows"}, Run{ctd::NlmAlgorithm::Fused, "ring"},
-                          Run{ctd::NlmAlgorithm::Fused, nullptr}}) {
+                          Run{ctd::NlmAlgorithm::Fused, "symmetric"}, Run{ctd::NlmAlgorithm::Fused, nullptr}}) {
       const ctd::NlmAlgorithm variant = run.variant;
       const std::string label =
-          std::string(ctd::to_string(variant)) + (run.kernel_2d ? std::string("-") + run.kernel_2d : "");
+          std::string(ctd::to_string(variant)) + (run.kernel ? std::string("-") + run.kernel : "");
       const bool per_voxel_loops = variant == ctd::NlmAlgorithm::Naive || variant == ctd::NlmAlgorithm::Tiled ||
                                    variant == ctd::NlmAlgorithm::ZSlide;
       if (per_voxel_loops && !s.run_naive) continue;
       if (!variants.empty() && variants.find("," + label + ",") == std::string::npos) continue;
       if (variant == ctd::NlmAlgorithm::ZSlide && s.dims.is_2d()) continue;  // slides along z
-      if (run.kernel_2d && !s.dims.is_2d()) continue;                        // 3D fused is one-sided
-      if (run.kernel_2d) setenv("CTD_NLM_FUSED_2D", run.kernel_2d, 1);
+      const std::string kernel = run.kernel ? run.kernel : "";
+      if ((kernel == "rows" || kernel == "ring") && !s.dims.is_2d()) continue;
+      if (kernel == "symmetric" && s.dims.is_2d()) continue;
+      const char* kernel_env = s.dims.is_2d() ? "CTD_NLM_FUSED_2D" : "CTD_NLM_FUSED_3D";
+      if (run.kernel) setenv(kernel_env, run.kernel, 1);
       p.algorithm = variant;
       bench::Record r;
       r.setting = s.name;
@@ -190,7 +193,7 @@ int main(int argc, char** argv) {
                  r.error_against);
       std::fflush(stdout);
       records.push_back(r);
-      unsetenv("CTD_NLM_FUSED_2D");
+      unsetenv(kernel_env);
     }
     BENCH_CHECK(cudaFree(d_in));
     BENCH_CHECK(cudaFree(d_out));

@@ -381,6 +381,186 @@ __global__ void __launch_bounds__(kThreads, 2) nlm_slide3d_kernel(const float* _
   }
 }
 
+// ---- 3D, symmetric: each unordered pair once -------------------------------------------------
+//
+// The half of the window after the centre in walk order (dz > 0, or dz = 0 and dy > 0, or dz = dy
+// = 0 and dx > 0), on a tile of 32 x 8 x 4 with the one-sided kernel's passes A, B and C. The
+// weight of (p, p + d) goes to p in registers and to p + d in a shared accumulator S over the
+// targets (tile + search apron in x and y, + dz in z); p -> p + d is one-to-one for a fixed d and
+// the barriers order the displacements, so no two threads meet in S. At the end a block adds its
+// own sums into S and S into two global accumulators (sum, weight sum) by plain read-modify-write:
+// the blocks run in colours (launches) whose S regions do not overlap, so every voxel receives its
+// blocks' sums in a fixed order (deterministic), and the workspace is two floats per voxel.
+constexpr int kTz3s = 4;
+
+struct Sym3Layout {
+  SlideLayout u;         // U: z from z0 - rp to z0 + 4 + rsz + rp
+  int sx, sy, sz;        // S extents: targets x0 - rs ..., y0 - rs ..., z0 ...
+  std::size_t hx_floats, hxy_floats;
+  std::size_t s_floats() const { return 2 * std::size_t(sx) * sy * sz; }
+  std::size_t bytes() const { return (u.u_floats + hx_floats + hxy_floats + s_floats()) * sizeof(float); }
+};
+
+__host__ __device__ inline Sym3Layout sym3_layout(const KernelParams& k) {
+  Sym3Layout l{};
+  l.u.a = k.rs + k.rp;
+  l.u.az = k.rp;
+  l.u.ux = kTx3 + 2 * l.u.a;
+  l.u.uy = kTy3 + 2 * l.u.a;
+  l.u.uz = kTz3s + k.rsz + 2 * k.rp;
+  l.u.sx = l.u.ux | 1;
+  l.u.u_floats = (std::size_t(l.u.sx) * l.u.uy * l.u.uz + 3) / 4 * 4;  // Hx after U takes float4 stores
+  const int rows = kTy3 + 2 * k.rp, planes = kTz3s + 2 * k.rp;
+  l.hx_floats = std::size_t(planes) * rows * kHs3;
+  l.hxy_floats = (std::size_t(planes) * kTy3 * kTx3 + 1) / 2 * 2;  // S after Hxy takes float2
+  l.sx = kTx3 + 2 * k.rs;
+  l.sy = kTy3 + 2 * k.rs;
+  l.sz = kTz3s + k.rsz;
+  return l;
+}
+
+// Colours: tiles `step` apart along an axis have disjoint S regions.
+struct Sym3Colours {
+  int step_x, step_y, step_z;
+};
+
+__host__ __device__ inline Sym3Colours sym3_colours(const KernelParams& k) {
+  const Sym3Layout l = sym3_layout(k);
+  return {(l.sx + kTx3 - 1) / kTx3, (l.sy + kTy3 - 1) / kTy3, (l.sz + kTz3s - 1) / kTz3s};
+}
+
+template <int RP, bool UNIFORM>
+__global__ void __launch_bounds__(kThreads, 2) nlm_sym3d_kernel(const float* __restrict__ u, KernelParams k,
+                                                                Sym3Layout l, int3 colour, Sym3Colours steps,
+                                                                float* __restrict__ sums) {
+  constexpr int kRowsY = kTy3 + 2 * RP, kPlanes = kTz3s + 2 * RP, kRows = kRowsY * kPlanes;
+  // Pass A: half rows where they all fit in one round, else whole rows.
+  constexpr int kSplitA = 2 * kRows <= kThreads ? 2 : 1, kRunA = kTx3 / kSplitA;
+  static_assert(kRows * kSplitA <= kThreads, "pass A: one run per thread");
+  constexpr int kRunsB = kTx3 * kPlanes, kRunsPerThreadB = (kRunsB + kThreads - 1) / kThreads;
+  extern __shared__ float shared[];
+  float* U = shared;
+  float* Hx = U + l.u.u_floats;   // [plane][row][kHs3]
+  float* Hxy = Hx + l.hx_floats;  // [plane][y][kTx3]
+  float2* S = reinterpret_cast<float2*>(Hxy + l.hxy_floats);
+  const int x0 = (blockIdx.x * steps.step_x + colour.x) * kTx3, y0 = (blockIdx.y * steps.step_y + colour.y) * kTy3,
+            z0 = (blockIdx.z * steps.step_z + colour.z) * kTz3s;
+  load_tile(U, u, k, l.u, x0, y0, z0);
+  const int s_count = l.sx * l.sy * l.sz;
+  for (int i = threadIdx.x; i < s_count; i += kThreads) S[i] = make_float2(0.0f, 0.0f);
+  __syncthreads();
+
+  const int tid = threadIdx.x;
+  const int plane = l.u.sx * l.u.uy, s_plane = l.sx * l.sy;
+  // Pass A: run `half` of the tile row (ry, rz), i.e. tile y = ry - RP, z = rz - RP.
+  const bool a_active = tid < kRows * kSplitA;
+  const int row = tid % kRows, half = tid / kRows;
+  const int ry = row % kRowsY, rz = row / kRowsY;
+  const int a_base = rz * plane + (l.u.a - RP + ry) * l.u.sx + l.u.a - RP + half * kRunA;
+  float* const a_dst = Hx + row * kHs3 + half * kRunA;
+  float own[kRunA + 2 * RP];
+#pragma unroll
+  for (int j = 0; j < kRunA + 2 * RP; ++j) own[j] = a_active ? U[a_base + j] : 0.0f;
+  // Pass B: the columns (x = i % 32, plane i / 32) i = tid, tid + 256, ... down y, into Hxy.
+  int b_src[kRunsPerThreadB], b_dst[kRunsPerThreadB];
+  bool b_exists[kRunsPerThreadB];
+#pragma unroll
+  for (int j = 0; j < kRunsPerThreadB; ++j) {
+    const int i = tid + j * kThreads;
+    b_exists[j] = (j == 0 && kRunsB >= kThreads) || i < kRunsB;
+    b_src[j] = (i / kTx3) * kRowsY * kHs3 + i % kTx3;
+    b_dst[j] = (i / kTx3) * kTy3 * kTx3 + i % kTx3;
+  }
+  // Pass C: column (xc, yc), outputs z0 ... z0 + 3; u(p) stays in registers for the targets' sums.
+  const int xc = tid % kTx3, yc = tid / kTx3;
+  const int x = x0 + xc, y = y0 + yc;
+  const float* p_base = U + l.u.az * plane + (l.u.a + yc) * l.u.sx + l.u.a + xc;
+  float centre[kTz3s];
+#pragma unroll
+  for (int t = 0; t < kTz3s; ++t) centre[t] = p_base[t * plane];
+  float2* s_base = S + (yc + k.rs) * l.sx + xc + k.rs;
+  Accumulators<kTz3s, false> acc;
+  const bool inside = window_inside(k, x0, y0, z0, kTx3, kTy3, kTz3s);
+
+  auto pass_a = [&](int dx, int dy, int dz) {
+    if (a_active) row_patch_sums<RP, kRunA, UNIFORM>(own, U + a_base + dz * plane + dy * l.u.sx + dx, a_dst, k.g);
+  };
+  auto pass_b = [&]() {
+#pragma unroll
+    for (int j = 0; j < kRunsPerThreadB; ++j) {
+      if (!b_exists[j]) continue;
+      float h[kTy3];
+      strided_patch_sums<RP, kTy3, UNIFORM>(Hx + b_src[j], kHs3, h, k.g);
+#pragma unroll
+      for (int t = 0; t < kTy3; ++t) Hxy[b_dst[j] + t * kTx3] = h[t];
+    }
+  };
+  auto pass_c = [&](int dx, int dy, int dz, auto check_border) {
+    constexpr bool kCheck = decltype(check_border)::value;
+    // A pair counts where both p and p + d are voxels (p outside: the tile's overhang).
+    if (kCheck && (x >= k.nx || y >= k.ny || unsigned(x + dx) >= unsigned(k.nx) || unsigned(y + dy) >= unsigned(k.ny)))
+      return;
+    float distance[kTz3s];
+    strided_patch_sums<RP, kTz3s, UNIFORM>(Hxy + yc * kTx3 + xc, kTy3 * kTx3, distance, k.g);
+    const float* q = p_base + dz * plane + dy * l.u.sx + dx;
+    float2* target = s_base + dz * s_plane + dy * l.sx + dx;
+#pragma unroll
+    for (int t = 0; t < kTz3s; ++t) {
+      float w = l2_weight(distance[t], k);
+      if (kCheck && z0 + t + dz >= k.nz) w = 0.0f;  // p + d beyond the last slice (or p itself)
+      acc.add(t, w, q[t * plane]);
+      float2 s = target[t * s_plane];
+      s.x = fmaf(w, centre[t], s.x);
+      s.y += w;
+      target[t * s_plane] = s;
+    }
+  };
+
+  // Hazards as in the one-sided kernel; S: pass C of one d and the next are two barriers apart.
+  const int wx = 2 * k.rs + 1, window = wx * wx * (2 * k.rsz + 1);
+  WindowWalk walk(k, window / 2 + 1, window);
+  if (walk.left > 0) pass_a(walk.dx, walk.dy, walk.dz);
+  __syncthreads();
+  while (walk.left > 0) {
+    pass_b();
+    __syncthreads();
+    if (inside) {
+      pass_c(walk.dx, walk.dy, walk.dz, std::false_type{});
+    } else {
+      pass_c(walk.dx, walk.dy, walk.dz, std::true_type{});
+    }
+    walk.step();
+    if (walk.left > 0) pass_a(walk.dx, walk.dy, walk.dz);
+    __syncthreads();
+  }
+
+  // The own sums join S (each thread its own entries), then S joins the global sums.
+  if (x < k.nx && y < k.ny) {
+#pragma unroll
+    for (int t = 0; t < kTz3s; ++t) {
+      float2& s = s_base[t * s_plane];
+      s.x += acc.sum[t];
+      s.y += acc.weight_sum[t];
+    }
+  }
+  __syncthreads();
+  const long long n = (long long)k.nx * k.ny * k.nz;
+  for (int i = tid; i < s_count; i += kThreads) {
+    const int gx = x0 - k.rs + i % l.sx, gy = y0 - k.rs + i / l.sx % l.sy, gz = z0 + i / s_plane;
+    if (unsigned(gx) >= unsigned(k.nx) || unsigned(gy) >= unsigned(k.ny) || gz >= k.nz) continue;
+    const long long v = ((long long)gz * k.ny + gy) * k.nx + gx;
+    sums[v] += S[i].x;
+    sums[n + v] += S[i].y;
+  }
+}
+
+__global__ void sym3d_finish_kernel(const float* __restrict__ u, const float* __restrict__ sums,
+                                    float* __restrict__ out, KernelParams k) {
+  const long long n = (long long)k.nx * k.ny * k.nz;
+  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = finish(sums[i], sums[n + i], 0.0f, u[i], k);
+}
+
 // ---- 2D, symmetric: each unordered pair once ------------------------------------------------
 //
 // Half the search window (dy > 0, or dy = 0 and dx > 0), walked row by row, dx fastest. The
@@ -790,6 +970,19 @@ Kernel2d kernel_2d(const KernelParams& k, SymLayout* layout = nullptr) {
   return Kernel2d::OneSided;
 }
 
+// Which 3D kernel: the symmetric one where it fits two blocks per SM (not for the centre weight
+// max: a voxel's maximum over both sides of its pairs would need a third accumulator), else the
+// one-sided one. CTD_NLM_FUSED_3D (one-sided or symmetric) forces one where it fits.
+bool symmetric_3d(const KernelParams& k) {
+  if (k.rsz == 0 || k.centre_max) return false;
+  const char* forced = std::getenv("CTD_NLM_FUSED_3D");
+  const std::string force = forced ? forced : "";
+  if (force == "one-sided") return false;
+  const std::size_t bytes = sym3_layout(k).bytes();
+  const std::size_t blocks = force == "symmetric" ? 1 : 2;
+  return bytes <= max_shared_bytes() && blocks * (bytes + reserved_shared_bytes_per_block()) <= shared_bytes_per_sm();
+}
+
 // As much shared memory as the SM has: several blocks of 45-110 KB per SM.
 template <typename Kernel>
 void set_shared_bytes(Kernel kernel, std::size_t bytes) {
@@ -825,6 +1018,31 @@ void launch_radius(const float* in, float* out, float* workspace, const KernelPa
     CTD_CUDA_CHECK_LAUNCH();
     return;
   }
+  if constexpr (RP <= kMaxRp3) {
+    if (symmetric_3d(k)) {
+      const Sym3Layout l = sym3_layout(k);
+      auto kernel = uniform ? nlm_sym3d_kernel<RP, true> : nlm_sym3d_kernel<RP, false>;
+      set_shared_bytes(kernel, l.bytes());
+      CTD_CUDA_CHECK(cudaMemsetAsync(workspace, 0, 2 * n * sizeof(float), stream));
+      const Sym3Colours c = sym3_colours(k);
+      const int tiles_x = (k.nx + kTx3 - 1) / kTx3, tiles_y = (k.ny + kTy3 - 1) / kTy3,
+                tiles_z = (k.nz + kTz3s - 1) / kTz3s;
+      auto count = [](int tiles, int first, int step) { return unsigned(std::max(0, (tiles - first + step - 1) / step)); };
+      for (int cz = 0; cz < c.step_z; ++cz) {
+        for (int cy = 0; cy < c.step_y; ++cy) {
+          for (int cx = 0; cx < c.step_x; ++cx) {
+            const dim3 grid(count(tiles_x, cx, c.step_x), count(tiles_y, cy, c.step_y), count(tiles_z, cz, c.step_z));
+            if (grid.x == 0 || grid.y == 0 || grid.z == 0) continue;
+            kernel<<<grid, kThreads, l.bytes(), stream>>>(in, k, l, make_int3(cx, cy, cz), c, workspace);
+            CTD_CUDA_CHECK_LAUNCH();
+          }
+        }
+      }
+      sym3d_finish_kernel<<<unsigned((n + 255) / 256), 256, 0, stream>>>(in, workspace, out, k);
+      CTD_CUDA_CHECK_LAUNCH();
+      return;
+    }
+  }
   const bool flat = k.rsz == 0;
   const std::size_t bytes = slide_layout(k).bytes();
   const int parts = full_window_parts(k);
@@ -859,6 +1077,7 @@ void launch_radius(const float* in, float* out, float* workspace, const KernelPa
 
 std::size_t nlm_slide_workspace_floats(const KernelParams& k) {
   const std::size_t n = std::size_t(k.nx) * k.ny * k.nz;
+  if (symmetric_3d(k)) return 2 * n;
   SymLayout sym{};
   if (kernel_2d(k, &sym) != Kernel2d::OneSided) return sym.parts * (3 * n + std::size_t(sym.nbx) * sym.nby * sym.region_floats());
   const int parts = full_window_parts(k);
@@ -868,6 +1087,7 @@ std::size_t nlm_slide_workspace_floats(const KernelParams& k) {
 std::size_t nlm_slide_shared_bytes(const KernelParams& k, bool /*uniform_patch*/) {
   if (k.l1 || k.rp < 1) return 0;
   if (k.rp > (k.rsz == 0 ? kMaxRp2 : kMaxRp3)) return 0;
+  if (symmetric_3d(k)) return sym3_layout(k).bytes();
   SymLayout sym{};
   return kernel_2d(k, &sym) != Kernel2d::OneSided ? sym.bytes() : slide_layout(k).bytes();
 }

@@ -124,12 +124,36 @@ TEST_P(NlmCudaFused2d, MatchesTheReferenceOnEvery2dCase) {
   EXPECT_GE(cases, 9);
 }
 
-INSTANTIATE_TEST_SUITE_P(Kernels, NlmCudaFused2d, ::testing::Values("rows", "ring", "one-sided"),
-                         [](const ::testing::TestParamInfo<const char*>& kernel_info) {
-                           std::string name = kernel_info.param;
-                           std::replace(name.begin(), name.end(), '-', '_');
-                           return name;
-                         });
+std::string kernel_name(const ::testing::TestParamInfo<const char*>& kernel_info) {
+  std::string name = kernel_info.param;
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, NlmCudaFused2d, ::testing::Values("rows", "ring", "one-sided"), kernel_name);
+
+// The 3D fused kernel has two forms: symmetric pairs (a shared accumulator over the targets, the
+// blocks in non-overlapping colours) and the one-sided kernel (centre weight max, or too little
+// shared memory for the symmetric one). CTD_NLM_FUSED_3D forces each.
+class NlmCudaFused3d : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(NlmCudaFused3d, MatchesTheReferenceOnEvery3dCase) {
+  CTD_REQUIRE_CUDA_DEVICE();
+  const testing_util::ScopedEnv kernel("CTD_NLM_FUSED_3D", GetParam());
+  int cases = 0;
+  for (const Case& c : kCases) {
+    if (c.dims.is_2d() || c.distance != ctd::PatchDistance::L2) continue;
+    const ctd::Volume in = testing_util::random_volume(c.dims, 779);
+    const ctd::Volume out = run_cuda(in, to_params(c, ctd::NlmAlgorithm::Fused));
+    const auto cmp = compare(out, ref::nlm(testing_util::to_ref(in), to_ref(c)));
+    EXPECT_LE(cmp.relative_l2, 1e-5) << c.name << ": " << cmp.where(in.dims());
+    EXPECT_TRUE(testing_util::bit_identical(out, run_cuda(in, to_params(c, ctd::NlmAlgorithm::Fused)))) << c.name;
+    ++cases;
+  }
+  EXPECT_GE(cases, 12);
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, NlmCudaFused3d, ::testing::Values("symmetric", "one-sided"), kernel_name);
 
 TEST(NlmCudaProperties, BitIdenticalRerunsAndCloseToCpu) {
   CTD_REQUIRE_CUDA_DEVICE();
