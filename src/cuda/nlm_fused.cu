@@ -9,6 +9,7 @@
 //       a weight and accumulates in registers. Hx is double-buffered: one barrier per d.
 //   3D, tile 32 x 8 x 8: pass A per (y, z) row of 32, pass B per (x, z) column along y (Hxy),
 //       pass C per (x, y) column along z, weights in registers. Two barriers per d.
+// The symmetric kernels (2D and 3D, below) walk half the window and compute each unordered pair once.
 // Nothing goes to global memory but the output, and every voxel sums its terms in a fixed order:
 // deterministic. The patch row of p (independent of d) stays in registers across displacements.
 // A 2D image too small to fill the GPU with tiles also splits the search window: blockIdx.z takes
@@ -66,6 +67,7 @@ __host__ __device__ inline SlideLayout slide_layout(const KernelParams& k) {
 __device__ void load_tile(float* U, const float* __restrict__ u, const KernelParams& k, const SlideLayout& l, int x0,
                           int y0, int z0) {
   const int count = l.ux * l.uy * l.uz;
+#pragma unroll 4
   for (int i = threadIdx.x; i < count; i += kThreads) {
     const int ix = i % l.ux, iy = (i / l.ux) % l.uy, iz = i / (l.ux * l.uy);
     const int gx = mirror(x0 - l.a + ix, k.nx), gy = mirror(y0 - l.a + iy, k.ny), gz = mirror(z0 - l.az + iz, k.nz);
@@ -544,13 +546,28 @@ __global__ void __launch_bounds__(kThreads, 2) nlm_sym3d_kernel(const float* __r
     }
   }
   __syncthreads();
+  // In batches whose loads all go out before the first store (the compiler cannot tell that the
+  // entries differ): the read-modify-writes are latency-bound otherwise.
+  constexpr int kBatch = 4;
   const long long n = (long long)k.nx * k.ny * k.nz;
-  for (int i = tid; i < s_count; i += kThreads) {
-    const int gx = x0 - k.rs + i % l.sx, gy = y0 - k.rs + i / l.sx % l.sy, gz = z0 + i / s_plane;
-    if (unsigned(gx) >= unsigned(k.nx) || unsigned(gy) >= unsigned(k.ny) || gz >= k.nz) continue;
-    const long long v = ((long long)gz * k.ny + gy) * k.nx + gx;
-    sums[v] += S[i].x;
-    sums[n + v] += S[i].y;
+  for (int first = tid; first < s_count; first += kBatch * kThreads) {
+    long long v[kBatch];
+    float2 old[kBatch];
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      const int i = first + b * kThreads;
+      const int gx = x0 - k.rs + i % l.sx, gy = y0 - k.rs + i / l.sx % l.sy, gz = z0 + i / s_plane;
+      const bool voxel = i < s_count && unsigned(gx) < unsigned(k.nx) && unsigned(gy) < unsigned(k.ny) && gz < k.nz;
+      v[b] = voxel ? ((long long)gz * k.ny + gy) * k.nx + gx : -1;
+      if (voxel) old[b] = make_float2(sums[v[b]], sums[n + v[b]]);
+    }
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      if (v[b] < 0) continue;
+      const float2 add = S[first + b * kThreads];
+      sums[v[b]] = old[b].x + add.x;
+      sums[n + v[b]] = old[b].y + add.y;
+    }
   }
 }
 
