@@ -282,6 +282,57 @@ __global__ void __launch_bounds__(kThreads, 3) nlm_slide2d_kernel(const float* _
   }
 }
 
+// Pass B of the 3D kernels: the columns (x = i % 32, plane i / 32), i = tid, tid + 256, ..., of Hx
+// summed down y into Hxy; their offsets computed once per thread.
+template <int RP, int PLANES, bool UNIFORM>
+struct ColumnSums3d {
+  static constexpr int kColumns = kTx3 * PLANES, kPerThread = (kColumns + kThreads - 1) / kThreads;
+  int src[kPerThread], dst[kPerThread];
+  bool exists[kPerThread];
+  __device__ explicit ColumnSums3d(int tid) {
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      const int i = tid + j * kThreads;
+      exists[j] = (j == 0 && kColumns >= kThreads) || i < kColumns;
+      src[j] = (i / kTx3) * (kTy3 + 2 * RP) * kHs3 + i % kTx3;
+      dst[j] = (i / kTx3) * kTy3 * kTx3 + i % kTx3;
+    }
+  }
+  __device__ __forceinline__ void operator()(const float* Hx, float* Hxy, const float* g) const {
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      if (!exists[j]) continue;
+      float h[kTy3];
+      strided_patch_sums<RP, kTy3, UNIFORM>(Hx + src[j], kHs3, h, g);
+#pragma unroll
+      for (int t = 0; t < kTy3; ++t) Hxy[dst[j] + t * kTx3] = h[t];
+    }
+  }
+};
+
+// The window walk of the 3D kernels, pass A one displacement ahead. Hazards: pass A of the next d
+// writes Hx, read by pass B before the barrier in between; pass B writes Hxy, read by pass C of the
+// previous d before the barrier after pass A; the symmetric kernel's S is written by pass C only,
+// two barriers apart from one d to the next. Interior blocks skip pass C's border tests.
+template <typename PassA, typename PassB, typename PassC>
+__device__ __forceinline__ void walk_three_passes(WindowWalk walk, bool inside, PassA pass_a, PassB pass_b,
+                                                  PassC pass_c) {
+  if (walk.left > 0) pass_a(walk.dx, walk.dy, walk.dz);
+  __syncthreads();
+  while (walk.left > 0) {
+    pass_b();
+    __syncthreads();
+    if (inside) {
+      pass_c(walk.dx, walk.dy, walk.dz, std::false_type{});
+    } else {
+      pass_c(walk.dx, walk.dy, walk.dz, std::true_type{});
+    }
+    walk.step();
+    if (walk.left > 0) pass_a(walk.dx, walk.dy, walk.dz);
+    __syncthreads();
+  }
+}
+
 template <int RP, bool UNIFORM, bool CENTRE_MAX>
 __global__ void __launch_bounds__(kThreads, 2) nlm_slide3d_kernel(const float* __restrict__ u, float* __restrict__ out,
                                                                   KernelParams k, Partials /*one range in 3D*/) {
@@ -305,18 +356,7 @@ __global__ void __launch_bounds__(kThreads, 2) nlm_slide3d_kernel(const float* _
   float own[kRunA];
 #pragma unroll
   for (int j = 0; j < kRunA; ++j) own[j] = a_active ? U[a_base + j] : 0.0f;
-  // Pass B: the columns (x = i % 32, plane i / 32) i = tid, tid + 256, ... down y, into Hxy.
-  constexpr int kRunsB = kTx3 * kPlanes, kRunsPerThreadB = (kRunsB + kThreads - 1) / kThreads;
-  static_assert(kRunsB >= kThreads, "pass B: every thread has a first column");
-  int b_src[kRunsPerThreadB], b_dst[kRunsPerThreadB];
-  bool b_exists[kRunsPerThreadB];
-#pragma unroll
-  for (int j = 0; j < kRunsPerThreadB; ++j) {
-    const int i = tid + j * kThreads;
-    b_exists[j] = j == 0 || i < kRunsB;
-    b_src[j] = (i / kTx3) * kRowsY * kHs3 + i % kTx3;
-    b_dst[j] = (i / kTx3) * kTy3 * kTx3 + i % kTx3;
-  }
+  const ColumnSums3d<RP, kPlanes, UNIFORM> column_sums(tid);
   // Pass C: column (xc, yc) along z.
   const int xc = tid % kTx3, yc = tid / kTx3;
   const int x = x0 + xc, y = y0 + yc;
@@ -328,16 +368,6 @@ __global__ void __launch_bounds__(kThreads, 2) nlm_slide3d_kernel(const float* _
     if (a_active) {
       row_patch_sums<RP, kTx3, UNIFORM>(own, U + a_base + dz * plane + dy * l.sx + dx, Hx + (rz * kRowsY + ry) * kHs3,
                                         k.g);
-    }
-  };
-  auto pass_b = [&]() {
-#pragma unroll
-    for (int j = 0; j < kRunsPerThreadB; ++j) {
-      if (!b_exists[j]) continue;
-      float h[kTy3];
-      strided_patch_sums<RP, kTy3, UNIFORM>(Hx + b_src[j], kHs3, h, k.g);
-#pragma unroll
-      for (int t = 0; t < kTy3; ++t) Hxy[b_dst[j] + t * kTx3] = h[t];
     }
   };
   auto pass_c = [&](int dx, int dy, int dz, auto check_border) {
@@ -354,23 +384,7 @@ __global__ void __launch_bounds__(kThreads, 2) nlm_slide3d_kernel(const float* _
     }
   };
 
-  // Hazards: pass A of the next d writes Hx, read by pass B before the barrier in between; pass B
-  // writes Hxy, read by pass C of the previous d before the barrier after pass A.
-  WindowWalk walk = WindowWalk::part_of(k, 0, 1);
-  pass_a(walk.dx, walk.dy, walk.dz);
-  __syncthreads();
-  while (walk.left > 0) {
-    pass_b();
-    __syncthreads();
-    if (inside) {
-      pass_c(walk.dx, walk.dy, walk.dz, std::false_type{});
-    } else {
-      pass_c(walk.dx, walk.dy, walk.dz, std::true_type{});
-    }
-    walk.step();
-    if (walk.left > 0) pass_a(walk.dx, walk.dy, walk.dz);
-    __syncthreads();
-  }
+  walk_three_passes(WindowWalk::part_of(k, 0, 1), inside, pass_a, [&] { column_sums(Hx, Hxy, k.g); }, pass_c);
 
   if (x >= k.nx || y >= k.ny) return;
 #pragma unroll
@@ -439,7 +453,6 @@ __global__ void __launch_bounds__(kThreads, 2) nlm_sym3d_kernel(const float* __r
   // Pass A: half rows where they all fit in one round, else whole rows.
   constexpr int kSplitA = 2 * kRows <= kThreads ? 2 : 1, kRunA = kTx3 / kSplitA;
   static_assert(kRows * kSplitA <= kThreads, "pass A: one run per thread");
-  constexpr int kRunsB = kTx3 * kPlanes, kRunsPerThreadB = (kRunsB + kThreads - 1) / kThreads;
   extern __shared__ float shared[];
   float* U = shared;
   float* Hx = U + l.u.u_floats;   // [plane][row][kHs3]
@@ -463,16 +476,7 @@ __global__ void __launch_bounds__(kThreads, 2) nlm_sym3d_kernel(const float* __r
   float own[kRunA + 2 * RP];
 #pragma unroll
   for (int j = 0; j < kRunA + 2 * RP; ++j) own[j] = a_active ? U[a_base + j] : 0.0f;
-  // Pass B: the columns (x = i % 32, plane i / 32) i = tid, tid + 256, ... down y, into Hxy.
-  int b_src[kRunsPerThreadB], b_dst[kRunsPerThreadB];
-  bool b_exists[kRunsPerThreadB];
-#pragma unroll
-  for (int j = 0; j < kRunsPerThreadB; ++j) {
-    const int i = tid + j * kThreads;
-    b_exists[j] = (j == 0 && kRunsB >= kThreads) || i < kRunsB;
-    b_src[j] = (i / kTx3) * kRowsY * kHs3 + i % kTx3;
-    b_dst[j] = (i / kTx3) * kTy3 * kTx3 + i % kTx3;
-  }
+  const ColumnSums3d<RP, kPlanes, UNIFORM> column_sums(tid);
   // Pass C: column (xc, yc), outputs z0 ... z0 + 3; u(p) stays in registers for the targets' sums.
   const int xc = tid % kTx3, yc = tid / kTx3;
   const int x = x0 + xc, y = y0 + yc;
@@ -486,16 +490,6 @@ __global__ void __launch_bounds__(kThreads, 2) nlm_sym3d_kernel(const float* __r
 
   auto pass_a = [&](int dx, int dy, int dz) {
     if (a_active) row_patch_sums<RP, kRunA, UNIFORM>(own, U + a_base + dz * plane + dy * l.u.sx + dx, a_dst, k.g);
-  };
-  auto pass_b = [&]() {
-#pragma unroll
-    for (int j = 0; j < kRunsPerThreadB; ++j) {
-      if (!b_exists[j]) continue;
-      float h[kTy3];
-      strided_patch_sums<RP, kTy3, UNIFORM>(Hx + b_src[j], kHs3, h, k.g);
-#pragma unroll
-      for (int t = 0; t < kTy3; ++t) Hxy[b_dst[j] + t * kTx3] = h[t];
-    }
   };
   auto pass_c = [&](int dx, int dy, int dz, auto check_border) {
     constexpr bool kCheck = decltype(check_border)::value;
@@ -518,23 +512,8 @@ __global__ void __launch_bounds__(kThreads, 2) nlm_sym3d_kernel(const float* __r
     }
   };
 
-  // Hazards as in the one-sided kernel; S: pass C of one d and the next are two barriers apart.
   const int wx = 2 * k.rs + 1, window = wx * wx * (2 * k.rsz + 1);
-  WindowWalk walk(k, window / 2 + 1, window);
-  if (walk.left > 0) pass_a(walk.dx, walk.dy, walk.dz);
-  __syncthreads();
-  while (walk.left > 0) {
-    pass_b();
-    __syncthreads();
-    if (inside) {
-      pass_c(walk.dx, walk.dy, walk.dz, std::false_type{});
-    } else {
-      pass_c(walk.dx, walk.dy, walk.dz, std::true_type{});
-    }
-    walk.step();
-    if (walk.left > 0) pass_a(walk.dx, walk.dy, walk.dz);
-    __syncthreads();
-  }
+  walk_three_passes(WindowWalk(k, window / 2 + 1, window), inside, pass_a, [&] { column_sums(Hx, Hxy, k.g); }, pass_c);
 
   // The own sums join S (each thread its own entries), then S joins the global sums.
   if (x < k.nx && y < k.ny) {

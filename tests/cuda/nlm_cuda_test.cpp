@@ -103,6 +103,30 @@ TEST_P(NlmCuda, EveryVariantMatchesTheReference) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, NlmCuda, ::testing::ValuesIn(kCases), testing_util::case_name);
 
+// Every L2 case of one dimensionality through `fused` with one kernel forced by the environment
+// variable `env`: against the reference, and a rerun for bit-identity. Returns the cases run.
+int check_forced_fused_kernel(const char* env, const char* kernel, bool two_d) {
+  const testing_util::ScopedEnv forced(env, kernel);
+  int cases = 0;
+  for (const Case& c : kCases) {
+    if (c.dims.is_2d() != two_d || c.distance != ctd::PatchDistance::L2) continue;
+    const ctd::Volume in = testing_util::random_volume(c.dims, two_d ? 778 : 779);
+    const ctd::Volume out = run_cuda(in, to_params(c, ctd::NlmAlgorithm::Fused));
+    const auto cmp = compare(out, ref::nlm(testing_util::to_ref(in), to_ref(c)));
+    EXPECT_LE(cmp.relative_l2, 1e-5) << kernel << ", " << c.name << ": " << cmp.where(in.dims());
+    EXPECT_TRUE(testing_util::bit_identical(out, run_cuda(in, to_params(c, ctd::NlmAlgorithm::Fused))))
+        << kernel << ", " << c.name;
+    ++cases;
+  }
+  return cases;
+}
+
+std::string kernel_name(const ::testing::TestParamInfo<const char*>& kernel_info) {
+  std::string name = kernel_info.param;
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name;
+}
+
 // The 2D fused kernel has three forms: symmetric pairs with S updated per pair (rows, small search
 // windows), symmetric pairs through a register ring (ring, search radius up to about 45) and the
 // one-sided kernel beyond. CTD_NLM_FUSED_2D forces each, so that every case reaches all three.
@@ -110,24 +134,7 @@ class NlmCudaFused2d : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(NlmCudaFused2d, MatchesTheReferenceOnEvery2dCase) {
   CTD_REQUIRE_CUDA_DEVICE();
-  const testing_util::ScopedEnv kernel("CTD_NLM_FUSED_2D", GetParam());
-  int cases = 0;
-  for (const Case& c : kCases) {
-    if (!c.dims.is_2d() || c.distance != ctd::PatchDistance::L2) continue;
-    const ctd::Volume in = testing_util::random_volume(c.dims, 778);
-    const ctd::Volume out = run_cuda(in, to_params(c, ctd::NlmAlgorithm::Fused));
-    const auto cmp = compare(out, ref::nlm(testing_util::to_ref(in), to_ref(c)));
-    EXPECT_LE(cmp.relative_l2, 1e-5) << c.name << ": " << cmp.where(in.dims());
-    EXPECT_TRUE(testing_util::bit_identical(out, run_cuda(in, to_params(c, ctd::NlmAlgorithm::Fused)))) << c.name;
-    ++cases;
-  }
-  EXPECT_GE(cases, 9);
-}
-
-std::string kernel_name(const ::testing::TestParamInfo<const char*>& kernel_info) {
-  std::string name = kernel_info.param;
-  std::replace(name.begin(), name.end(), '-', '_');
-  return name;
+  EXPECT_GE(check_forced_fused_kernel("CTD_NLM_FUSED_2D", GetParam(), true), 9);
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, NlmCudaFused2d, ::testing::Values("rows", "ring", "one-sided"), kernel_name);
@@ -139,18 +146,7 @@ class NlmCudaFused3d : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(NlmCudaFused3d, MatchesTheReferenceOnEvery3dCase) {
   CTD_REQUIRE_CUDA_DEVICE();
-  const testing_util::ScopedEnv kernel("CTD_NLM_FUSED_3D", GetParam());
-  int cases = 0;
-  for (const Case& c : kCases) {
-    if (c.dims.is_2d() || c.distance != ctd::PatchDistance::L2) continue;
-    const ctd::Volume in = testing_util::random_volume(c.dims, 779);
-    const ctd::Volume out = run_cuda(in, to_params(c, ctd::NlmAlgorithm::Fused));
-    const auto cmp = compare(out, ref::nlm(testing_util::to_ref(in), to_ref(c)));
-    EXPECT_LE(cmp.relative_l2, 1e-5) << c.name << ": " << cmp.where(in.dims());
-    EXPECT_TRUE(testing_util::bit_identical(out, run_cuda(in, to_params(c, ctd::NlmAlgorithm::Fused)))) << c.name;
-    ++cases;
-  }
-  EXPECT_GE(cases, 12);
+  EXPECT_GE(check_forced_fused_kernel("CTD_NLM_FUSED_3D", GetParam(), false), 12);
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, NlmCudaFused3d, ::testing::Values("symmetric", "one-sided"), kernel_name);
