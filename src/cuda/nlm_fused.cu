@@ -500,16 +500,21 @@ __global__ void __launch_bounds__(kThreads, 2) nlm_sym3d_kernel(const float* __r
     strided_patch_sums<RP, kTz3s, UNIFORM>(Hxy + yc * kTx3 + xc, kTy3 * kTx3, distance, k.g);
     const float* q = p_base + dz * plane + dy * l.u.sx + dx;
     float2* target = s_base + dz * s_plane + dy * l.sx + dx;
+    // The targets' sums all loaded before any is stored: the compiler cannot tell that the entries
+    // differ, and would otherwise wait for each store before the next load.
+    float2 s[kTz3s];
+#pragma unroll
+    for (int t = 0; t < kTz3s; ++t) s[t] = target[t * s_plane];
 #pragma unroll
     for (int t = 0; t < kTz3s; ++t) {
       float w = l2_weight(distance[t], k);
       if (kCheck && z0 + t + dz >= k.nz) w = 0.0f;  // p + d beyond the last slice (or p itself)
       acc.add(t, w, q[t * plane]);
-      float2 s = target[t * s_plane];
-      s.x = fmaf(w, centre[t], s.x);
-      s.y += w;
-      target[t * s_plane] = s;
+      s[t].x = fmaf(w, centre[t], s[t].x);
+      s[t].y += w;
     }
+#pragma unroll
+    for (int t = 0; t < kTz3s; ++t) target[t * s_plane] = s[t];
   };
 
   const int wx = 2 * k.rs + 1, window = wx * wx * (2 * k.rsz + 1);
