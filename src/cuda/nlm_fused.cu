@@ -45,16 +45,23 @@ struct SlideLayout {
   std::size_t bytes() const { return (u_floats + h_floats) * sizeof(float); }
 };
 
-__host__ __device__ inline SlideLayout slide_layout(const KernelParams& k) {
+// U for a tile of tx x ty with the apron a in x and y, uz planes from z0 - az; h_floats left to the caller.
+__host__ __device__ inline SlideLayout u_layout(int tx, int ty, int a, int az, int uz) {
   SlideLayout l{};
-  const bool flat = k.rsz == 0;
-  l.a = k.rs + k.rp;
-  l.az = k.rsz + k.rpz;
-  l.ux = (flat ? kTx2 : kTx3) + 2 * l.a;
-  l.uy = (flat ? kTy2 : kTy3) + 2 * l.a;
-  l.uz = (flat ? 1 : kTz3) + 2 * l.az;
+  l.a = a;
+  l.az = az;
+  l.ux = tx + 2 * a;
+  l.uy = ty + 2 * a;
+  l.uz = uz;
   l.sx = l.ux | 1;
   l.u_floats = (std::size_t(l.sx) * l.uy * l.uz + 3) / 4 * 4;  // Hx after U takes float4 stores
+  return l;
+}
+
+__host__ __device__ inline SlideLayout slide_layout(const KernelParams& k) {
+  const bool flat = k.rsz == 0;
+  const int az = k.rsz + k.rpz;
+  SlideLayout l = u_layout(flat ? kTx2 : kTx3, flat ? kTy2 : kTy3, k.rs + k.rp, az, (flat ? 1 : kTz3) + 2 * az);
   if (flat) {
     l.h_floats = 2 * std::size_t(kTy2 + 2 * k.rp) * kHs2;  // Hx, double-buffered
   } else {
@@ -419,13 +426,7 @@ struct Sym3Layout {
 
 __host__ __device__ inline Sym3Layout sym3_layout(const KernelParams& k) {
   Sym3Layout l{};
-  l.u.a = k.rs + k.rp;
-  l.u.az = k.rp;
-  l.u.ux = kTx3 + 2 * l.u.a;
-  l.u.uy = kTy3 + 2 * l.u.a;
-  l.u.uz = kTz3s + k.rsz + 2 * k.rp;
-  l.u.sx = l.u.ux | 1;
-  l.u.u_floats = (std::size_t(l.u.sx) * l.u.uy * l.u.uz + 3) / 4 * 4;  // Hx after U takes float4 stores
+  l.u = u_layout(kTx3, kTy3, k.rs + k.rp, k.rp, kTz3s + k.rsz + 2 * k.rp);
   const int rows = kTy3 + 2 * k.rp, planes = kTz3s + 2 * k.rp;
   l.hx_floats = std::size_t(planes) * rows * kHs3;
   l.hxy_floats = (std::size_t(planes) * kTy3 * kTx3 + 1) / 2 * 2;  // S after Hxy takes float2
@@ -440,8 +441,7 @@ struct Sym3Colours {
   int step_x, step_y, step_z;
 };
 
-__host__ __device__ inline Sym3Colours sym3_colours(const KernelParams& k) {
-  const Sym3Layout l = sym3_layout(k);
+__host__ __device__ inline Sym3Colours sym3_colours(const Sym3Layout& l) {
   return {(l.sx + kTx3 - 1) / kTx3, (l.sy + kTy3 - 1) / kTy3, (l.sz + kTz3s - 1) / kTz3s};
 }
 
@@ -1025,7 +1025,7 @@ void launch_radius(const float* in, float* out, float* workspace, const KernelPa
       auto kernel = uniform ? nlm_sym3d_kernel<RP, true> : nlm_sym3d_kernel<RP, false>;
       set_shared_bytes(kernel, l.bytes());
       CTD_CUDA_CHECK(cudaMemsetAsync(workspace, 0, 2 * n * sizeof(float), stream));
-      const Sym3Colours c = sym3_colours(k);
+      const Sym3Colours c = sym3_colours(l);
       const int tiles_x = (k.nx + kTx3 - 1) / kTx3, tiles_y = (k.ny + kTy3 - 1) / kTy3,
                 tiles_z = (k.nz + kTz3s - 1) / kTz3s;
       auto count = [](int tiles, int first, int step) { return unsigned(std::max(0, (tiles - first + step - 1) / step)); };
