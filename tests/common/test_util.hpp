@@ -163,7 +163,7 @@ inline double psnr(const ctd::Volume& exact, const ctd::Volume& approx, double r
 }
 
 // Sets an environment variable (value null: unsets it) for one scope, then unsets it: the CUDA
-// backend reads a few for tests (CTD_NLM_FUSED_2D, CTD_COMPRESSIVE_STEPS).
+// backend reads a few for tests (CTD_NLM_FUSED_2D, CTD_NLM_FUSED_3D, CTD_COMPRESSIVE_STEPS).
 class ScopedEnv {
  public:
   ScopedEnv(const char* name, const char* value) : name_(name) {
