@@ -188,6 +188,24 @@ __device__ __forceinline__ void difference_patch_sums(const float (&own)[N + 2 *
   }
 }
 
+// The shifted run u(p + d + j), j = 0 .. N - 1, of a pass-A thread, kept in registers: where the
+// walk moved d one step along x it slides by one value, one shared-memory load instead of N.
+// (Shared-memory bandwidth bounds the 3D symmetric kernel, and these loads were a fifth of it.)
+template <int N>
+struct ShiftedRun {
+  float v[N];
+  __device__ __forceinline__ void update(const float* src, bool slid) {
+    if (slid) {
+#pragma unroll
+      for (int j = 0; j + 1 < N; ++j) v[j] = v[j + 1];
+      v[N - 1] = src[N - 1];
+    } else {
+#pragma unroll
+      for (int j = 0; j < N; ++j) v[j] = src[j];
+    }
+  }
+};
+
 // Pass A of the one-sided kernels: along a run of a tile row, into N entries of H (float4 stores).
 template <int RP, int N, bool UNIFORM>
 __device__ __forceinline__ void row_patch_sums(const float (&own)[N + 2 * RP], const float* shifted, float* dst,
@@ -210,21 +228,22 @@ __device__ __forceinline__ void strided_patch_sums(const float* src, int stride,
 
 // The window walk of the 2D kernels: pass A runs one displacement ahead of pass B, into the other
 // half of the double buffer H (hbuf floats each); interior blocks skip pass B's border tests.
-// pass_b(dx, dy, H, check_border, last) learns whether this is the walk's last displacement.
+// The passes get the walk (its dx, dy and offsets); pass_b(d, H, check_border, last) learns
+// whether this is the walk's last displacement.
 template <typename PassA, typename PassB>
 __device__ __forceinline__ void walk_double_buffered(WindowWalk walk, float* H, int hbuf, bool inside, PassA pass_a,
                                                      PassB pass_b) {
-  if (walk.left > 0) pass_a(walk.dx, walk.dy, H);
+  if (walk.left > 0) pass_a(walk, H);
   __syncthreads();
   for (int buffer = 0; walk.left > 0; buffer ^= 1) {
-    const int dx = walk.dx, dy = walk.dy;
+    const WindowWalk d = walk;
     walk.step();
     const bool last = walk.left == 0;
-    if (!last) pass_a(walk.dx, walk.dy, H + (buffer ^ 1) * hbuf);
+    if (!last) pass_a(walk, H + (buffer ^ 1) * hbuf);
     if (inside) {
-      pass_b(dx, dy, H + buffer * hbuf, std::false_type{}, last);
+      pass_b(d, H + buffer * hbuf, std::false_type{}, last);
     } else {
-      pass_b(dx, dy, H + buffer * hbuf, std::true_type{}, last);
+      pass_b(d, H + buffer * hbuf, std::true_type{}, last);
     }
     __syncthreads();
   }
@@ -259,24 +278,25 @@ __global__ void __launch_bounds__(kThreads, 3) nlm_slide2d_kernel(const float* _
   Accumulators<kRy2, CENTRE_MAX> acc;
   const bool inside = window_inside(k, x0, y0, 0, kTx2, kTy2, 0);
 
-  auto pass_a = [&](int dx, int dy, float* Hx) {
-    if (a_active) row_patch_sums<RP, kChunk2, UNIFORM>(own, U + a_base + dy * l.sx + dx, Hx + ra * kHs2 + ca * kChunk2, k.g);
+  auto pass_a = [&](const WindowWalk& d, float* Hx) {
+    if (a_active) row_patch_sums<RP, kChunk2, UNIFORM>(own, U + a_base + d.offset[0], Hx + ra * kHs2 + ca * kChunk2, k.g);
   };
-  auto pass_b = [&](int dx, int dy, const float* Hx, auto check_border, bool /*last*/) {
+  auto pass_b = [&](const WindowWalk& d, const float* Hx, auto check_border, bool /*last*/) {
     constexpr bool kCheck = decltype(check_border)::value;
-    if (kCheck && (x + dx < 0 || x + dx >= k.nx)) return;  // q outside for the whole column
+    if (kCheck && (x + d.dx < 0 || x + d.dx >= k.nx)) return;  // q outside for the whole column
     float distance[kRy2];
     strided_patch_sums<RP, kRy2, UNIFORM>(Hx + gb * kRy2 * kHs2 + cb, kHs2, distance, k.g);
-    const float* q = q_base + dy * l.sx + dx;
+    const float* q = q_base + d.offset[0];
 #pragma unroll
     for (int t = 0; t < kRy2; ++t) {
       float w = l2_weight(distance[t], k);
-      if (kCheck && unsigned(yb + t + dy) >= unsigned(k.ny)) w = 0.0f;
+      if (kCheck && unsigned(yb + t + d.dy) >= unsigned(k.ny)) w = 0.0f;
       acc.add(t, w, q[t * l.sx]);
     }
   };
 
-  walk_double_buffered(WindowWalk::part_of(k, blockIdx.z, gridDim.z), H, hbuf, inside, pass_a, pass_b);
+  walk_double_buffered(WindowWalk::part_of(k, blockIdx.z, gridDim.z).track(0, l.sx, 0), H, hbuf, inside, pass_a,
+                       pass_b);
 
   if (x >= k.nx) return;
 #pragma unroll
@@ -317,25 +337,26 @@ struct ColumnSums3d {
   }
 };
 
-// The window walk of the 3D kernels, pass A one displacement ahead. Hazards: pass A of the next d
-// writes Hx, read by pass B before the barrier in between; pass B writes Hxy, read by pass C of the
-// previous d before the barrier after pass A; the symmetric kernel's S is written by pass C only,
-// two barriers apart from one d to the next. Interior blocks skip pass C's border tests.
+// The window walk of the 3D kernels, pass A one displacement ahead; the passes get the walk (its
+// dx, dy, dz and offsets). Hazards: pass A of the next d writes Hx, read by pass B before the
+// barrier in between; pass B writes Hxy, read by pass C of the previous d before the barrier after
+// pass A; the symmetric kernel's S is written by pass C only, two barriers apart from one d to the
+// next. Interior blocks skip pass C's border tests.
 template <typename PassA, typename PassB, typename PassC>
 __device__ __forceinline__ void walk_three_passes(WindowWalk walk, bool inside, PassA pass_a, PassB pass_b,
                                                   PassC pass_c) {
-  if (walk.left > 0) pass_a(walk.dx, walk.dy, walk.dz);
+  if (walk.left > 0) pass_a(walk);
   __syncthreads();
   while (walk.left > 0) {
     pass_b();
     __syncthreads();
     if (inside) {
-      pass_c(walk.dx, walk.dy, walk.dz, std::false_type{});
+      pass_c(walk, std::false_type{});
     } else {
-      pass_c(walk.dx, walk.dy, walk.dz, std::true_type{});
+      pass_c(walk, std::true_type{});
     }
     walk.step();
-    if (walk.left > 0) pass_a(walk.dx, walk.dy, walk.dz);
+    if (walk.left > 0) pass_a(walk);
     __syncthreads();
   }
 }
@@ -371,27 +392,25 @@ __global__ void __launch_bounds__(kThreads, 2) nlm_slide3d_kernel(const float* _
   Accumulators<kTz3, CENTRE_MAX> acc;
   const bool inside = window_inside(k, x0, y0, z0, kTx3, kTy3, kTz3);
 
-  auto pass_a = [&](int dx, int dy, int dz) {
-    if (a_active) {
-      row_patch_sums<RP, kTx3, UNIFORM>(own, U + a_base + dz * plane + dy * l.sx + dx, Hx + (rz * kRowsY + ry) * kHs3,
-                                        k.g);
-    }
+  auto pass_a = [&](const WindowWalk& d) {
+    if (a_active) row_patch_sums<RP, kTx3, UNIFORM>(own, U + a_base + d.offset[0], Hx + (rz * kRowsY + ry) * kHs3, k.g);
   };
-  auto pass_c = [&](int dx, int dy, int dz, auto check_border) {
+  auto pass_c = [&](const WindowWalk& d, auto check_border) {
     constexpr bool kCheck = decltype(check_border)::value;
-    if (kCheck && (x + dx < 0 || x + dx >= k.nx || y + dy < 0 || y + dy >= k.ny)) return;
+    if (kCheck && (x + d.dx < 0 || x + d.dx >= k.nx || y + d.dy < 0 || y + d.dy >= k.ny)) return;
     float distance[kTz3];
     strided_patch_sums<RP, kTz3, UNIFORM>(Hxy + yc * kTx3 + xc, kTy3 * kTx3, distance, k.g);
-    const float* q = q_base + dz * plane + dy * l.sx + dx;
+    const float* q = q_base + d.offset[0];
 #pragma unroll
     for (int t = 0; t < kTz3; ++t) {
       float w = l2_weight(distance[t], k);
-      if (kCheck && unsigned(z0 + t + dz) >= unsigned(k.nz)) w = 0.0f;
+      if (kCheck && unsigned(z0 + t + d.dz) >= unsigned(k.nz)) w = 0.0f;
       acc.add(t, w, q[t * plane]);
     }
   };
 
-  walk_three_passes(WindowWalk::part_of(k, 0, 1), inside, pass_a, [&] { column_sums(Hx, Hxy, k.g); }, pass_c);
+  walk_three_passes(WindowWalk::part_of(k, 0, 1).track(0, l.sx, plane), inside, pass_a,
+                    [&] { column_sums(Hx, Hxy, k.g); }, pass_c);
 
   if (x >= k.nx || y >= k.ny) return;
 #pragma unroll
@@ -450,8 +469,10 @@ __global__ void __launch_bounds__(kThreads, 2) nlm_sym3d_kernel(const float* __r
                                                                 Sym3Layout l, int3 colour, Sym3Colours steps,
                                                                 float* __restrict__ sums) {
   constexpr int kRowsY = kTy3 + 2 * RP, kPlanes = kTz3s + 2 * RP, kRows = kRowsY * kPlanes;
-  // Pass A: half rows where they all fit in one round, else whole rows.
+  // Pass A: half rows where they all fit in one round, else whole rows; a half row's shifted run
+  // stays in registers (a whole row's would spill).
   constexpr int kSplitA = 2 * kRows <= kThreads ? 2 : 1, kRunA = kTx3 / kSplitA;
+  constexpr bool kSlideA = kSplitA == 2;
   static_assert(kRows * kSplitA <= kThreads, "pass A: one run per thread");
   extern __shared__ float shared[];
   float* U = shared;
@@ -488,18 +509,26 @@ __global__ void __launch_bounds__(kThreads, 2) nlm_sym3d_kernel(const float* __r
   Accumulators<kTz3s, false> acc;
   const bool inside = window_inside(k, x0, y0, z0, kTx3, kTy3, kTz3s);
 
-  auto pass_a = [&](int dx, int dy, int dz) {
-    if (a_active) row_patch_sums<RP, kRunA, UNIFORM>(own, U + a_base + dz * plane + dy * l.u.sx + dx, a_dst, k.g);
+  ShiftedRun<kRunA + 2 * RP> shifted;
+  auto pass_a = [&](const WindowWalk& d) {
+    if (!a_active) return;
+    if constexpr (kSlideA) {
+      shifted.update(U + a_base + d.offset[0], d.slid);
+      row_patch_sums<RP, kRunA, UNIFORM>(own, shifted.v, a_dst, k.g);
+    } else {
+      row_patch_sums<RP, kRunA, UNIFORM>(own, U + a_base + d.offset[0], a_dst, k.g);
+    }
   };
-  auto pass_c = [&](int dx, int dy, int dz, auto check_border) {
+  auto pass_c = [&](const WindowWalk& d, auto check_border) {
     constexpr bool kCheck = decltype(check_border)::value;
     // A pair counts where both p and p + d are voxels (p outside: the tile's overhang).
-    if (kCheck && (x >= k.nx || y >= k.ny || unsigned(x + dx) >= unsigned(k.nx) || unsigned(y + dy) >= unsigned(k.ny)))
+    if (kCheck &&
+        (x >= k.nx || y >= k.ny || unsigned(x + d.dx) >= unsigned(k.nx) || unsigned(y + d.dy) >= unsigned(k.ny)))
       return;
     float distance[kTz3s];
     strided_patch_sums<RP, kTz3s, UNIFORM>(Hxy + yc * kTx3 + xc, kTy3 * kTx3, distance, k.g);
-    const float* q = p_base + dz * plane + dy * l.u.sx + dx;
-    float2* target = s_base + dz * s_plane + dy * l.sx + dx;
+    const float* q = p_base + d.offset[0];
+    float2* target = s_base + d.offset[1];
     // The targets' sums all loaded before any is stored: the compiler cannot tell that the entries
     // differ, and would otherwise wait for each store before the next load.
     float2 s[kTz3s];
@@ -508,7 +537,7 @@ __global__ void __launch_bounds__(kThreads, 2) nlm_sym3d_kernel(const float* __r
 #pragma unroll
     for (int t = 0; t < kTz3s; ++t) {
       float w = l2_weight(distance[t], k);
-      if (kCheck && z0 + t + dz >= k.nz) w = 0.0f;  // p + d beyond the last slice (or p itself)
+      if (kCheck && z0 + t + d.dz >= k.nz) w = 0.0f;  // p + d beyond the last slice (or p itself)
       acc.add(t, w, q[t * plane]);
       s[t].x = fmaf(w, centre[t], s[t].x);
       s[t].y += w;
@@ -518,7 +547,8 @@ __global__ void __launch_bounds__(kThreads, 2) nlm_sym3d_kernel(const float* __r
   };
 
   const int wx = 2 * k.rs + 1, window = wx * wx * (2 * k.rsz + 1);
-  walk_three_passes(WindowWalk(k, window / 2 + 1, window), inside, pass_a, [&] { column_sums(Hx, Hxy, k.g); }, pass_c);
+  walk_three_passes(WindowWalk(k, window / 2 + 1, window).track(0, l.u.sx, plane).track(1, l.sx, s_plane), inside,
+                    pass_a, [&] { column_sums(Hx, Hxy, k.g); }, pass_c);
 
   // The own sums join S (each thread its own entries), then S joins the global sums.
   if (x < k.nx && y < k.ny) {
@@ -714,20 +744,20 @@ __global__ void __launch_bounds__(kThreads, CENTRE_MAX ? 2 : 3) nlm_sym2d_rows_k
   const bool inside = x0 >= k.rs && x0 + kTx2 + k.rs <= k.nx && y0 + kTy2 + part.dy_hi <= k.ny;
   __syncthreads();
 
-  auto pass_a = [&](int dx, int dy, float* Hx) {
-    if (a_active) row_patch_sums<RP, kChunk2, UNIFORM>(own, U + a_base + dy * l.u_stride + dx, Hx + ra * kHs2 + ca * kChunk2, k.g);
+  auto pass_a = [&](const WindowWalk& d, float* Hx) {
+    if (a_active) row_patch_sums<RP, kChunk2, UNIFORM>(own, U + a_base + d.offset[0], Hx + ra * kHs2 + ca * kChunk2, k.g);
   };
-  auto pass_b = [&](int dx, int dy, const float* Hx, auto check_border, bool /*last*/) {
+  auto pass_b = [&](const WindowWalk& d, const float* Hx, auto check_border, bool /*last*/) {
     constexpr bool kCheck = decltype(check_border)::value;
-    if (kCheck && (x >= k.nx || unsigned(x + dx) >= unsigned(k.nx))) return;  // p or q outside for the whole column
+    if (kCheck && (x >= k.nx || unsigned(x + d.dx) >= unsigned(k.nx))) return;  // p or q outside for the whole column
     float distance[kRy2];
     strided_patch_sums<RP, kRy2, UNIFORM>(Hx + gb * kRy2 * kHs2 + cb, kHs2, distance, k.g);
-    const float* q = q_base + dy * l.u_stride + dx;
-    const int s = s_base + dy * l.sw + dx;
+    const float* q = q_base + d.offset[0];
+    const int s = s_base + d.offset[1];
 #pragma unroll
     for (int t = 0; t < kRy2; ++t) {
       float w = l2_weight(distance[t], k);
-      if (kCheck && yb + t + dy >= k.ny) w = 0.0f;  // p + d below the image (or p itself: dy >= 0)
+      if (kCheck && yb + t + d.dy >= k.ny) w = 0.0f;  // p + d below the image (or p itself: dy >= 0)
       acc.add(t, w, q[t * l.u_stride]);
       float2 mirrored = S[s + t * l.sw];
       mirrored.x = fmaf(w, centre[t], mirrored.x);
@@ -737,7 +767,8 @@ __global__ void __launch_bounds__(kThreads, CENTRE_MAX ? 2 : 3) nlm_sym2d_rows_k
     }
   };
 
-  walk_double_buffered(WindowWalk(k, part.begin, part.end), H, hbuf, inside, pass_a, pass_b);
+  walk_double_buffered(WindowWalk(k, part.begin, part.end).track(0, l.u_stride, 0).track(1, l.sw, 0), H, hbuf, inside,
+                       pass_a, pass_b);
 
   // This block's S, then its own sums; the combine kernel adds them up.
   write_region<CENTRE_MAX>(S, S_max, l, regions);
@@ -800,10 +831,10 @@ __global__ void __launch_bounds__(kThreads, 2) nlm_sym2d_ring_kernel(const float
   const WindowWalk walk(k, part.begin, part.end);
   load_q(walk.dx, walk.dy);
 
-  auto pass_a = [&](int dx, int dy, float* Hy) {
+  auto pass_a = [&](const WindowWalk& d, float* Hy) {
     if (!a_active) return;
     float h[kRunA];
-    difference_patch_sums<RP, kRunA, UNIFORM>(own, U + a_base + dx * l.u_stride + dy, 1, h, k.g);
+    difference_patch_sums<RP, kRunA, UNIFORM>(own, U + a_base + d.dx * l.u_stride + d.dy, 1, h, k.g);
 #pragma unroll
     for (int t = 0; t < kRunA; ++t) Hy[(ra * kRunA + t) * kHs + ca] = h[t];
   };
@@ -814,8 +845,9 @@ __global__ void __launch_bounds__(kThreads, 2) nlm_sym2d_ring_kernel(const float
     S[at] = mirrored;
     if constexpr (CENTRE_MAX) S_max[at] = fmaxf(S_max[at], ring.weight_max[t]);
   };
-  auto pass_b = [&](int dx, int dy, const float* Hy, auto check_border, bool last) {
+  auto pass_b = [&](const WindowWalk& d, const float* Hy, auto check_border, bool last) {
     constexpr bool kCheck = decltype(check_border)::value;
+    const int dx = d.dx, dy = d.dy;
     float distance[kRunB];
     strided_patch_sums<RP, kRunB, UNIFORM>(Hy + yb * kHs + rb * kRunB, 1, distance, k.g);
 #pragma unroll
