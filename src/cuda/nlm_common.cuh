@@ -110,14 +110,12 @@ struct WindowWalk {
     return *this;
   }
   __device__ void step() {
-    --left;
-    ++dx;
     ++offset[0];
     ++offset[1];
     slid = true;
-    if (dx > rs) {  // next row of the window
-      slid = false;
+    if (++dx > rs) {  // next row of the window
       dx = -rs;
+      slid = false;
       offset[0] += row_wrap[0];
       offset[1] += row_wrap[1];
       if (++dy > rs) {
@@ -126,12 +124,14 @@ struct WindowWalk {
         offset[0] += plane_wrap[0];
         offset[1] += plane_wrap[1];
       }
-    } else if (dx == 0 && (dy | dz) == 0) {  // the centre: only reached from dx = -1
-      slid = false;
+    }
+    if ((dx | dy | dz) == 0) {  // the centre (dx jumps by two)
       dx = 1;
+      slid = false;
       ++offset[0];
       ++offset[1];
     }
+    --left;
   }
 };
 

@@ -228,22 +228,21 @@ __device__ __forceinline__ void strided_patch_sums(const float* src, int stride,
 
 // The window walk of the 2D kernels: pass A runs one displacement ahead of pass B, into the other
 // half of the double buffer H (hbuf floats each); interior blocks skip pass B's border tests.
-// The passes get the walk (its dx, dy and offsets); pass_b(d, H, check_border, last) learns
-// whether this is the walk's last displacement.
+// pass_b(dx, dy, H, check_border, last) learns whether this is the walk's last displacement.
 template <typename PassA, typename PassB>
 __device__ __forceinline__ void walk_double_buffered(WindowWalk walk, float* H, int hbuf, bool inside, PassA pass_a,
                                                      PassB pass_b) {
-  if (walk.left > 0) pass_a(walk, H);
+  if (walk.left > 0) pass_a(walk.dx, walk.dy, H);
   __syncthreads();
   for (int buffer = 0; walk.left > 0; buffer ^= 1) {
-    const WindowWalk d = walk;
+    const int dx = walk.dx, dy = walk.dy;
     walk.step();
     const bool last = walk.left == 0;
-    if (!last) pass_a(walk, H + (buffer ^ 1) * hbuf);
+    if (!last) pass_a(walk.dx, walk.dy, H + (buffer ^ 1) * hbuf);
     if (inside) {
-      pass_b(d, H + buffer * hbuf, std::false_type{}, last);
+      pass_b(dx, dy, H + buffer * hbuf, std::false_type{}, last);
     } else {
-      pass_b(d, H + buffer * hbuf, std::true_type{}, last);
+      pass_b(dx, dy, H + buffer * hbuf, std::true_type{}, last);
     }
     __syncthreads();
   }
@@ -278,25 +277,24 @@ __global__ void __launch_bounds__(kThreads, 3) nlm_slide2d_kernel(const float* _
   Accumulators<kRy2, CENTRE_MAX> acc;
   const bool inside = window_inside(k, x0, y0, 0, kTx2, kTy2, 0);
 
-  auto pass_a = [&](const WindowWalk& d, float* Hx) {
-    if (a_active) row_patch_sums<RP, kChunk2, UNIFORM>(own, U + a_base + d.offset[0], Hx + ra * kHs2 + ca * kChunk2, k.g);
+  auto pass_a = [&](int dx, int dy, float* Hx) {
+    if (a_active) row_patch_sums<RP, kChunk2, UNIFORM>(own, U + a_base + dy * l.sx + dx, Hx + ra * kHs2 + ca * kChunk2, k.g);
   };
-  auto pass_b = [&](const WindowWalk& d, const float* Hx, auto check_border, bool /*last*/) {
+  auto pass_b = [&](int dx, int dy, const float* Hx, auto check_border, bool /*last*/) {
     constexpr bool kCheck = decltype(check_border)::value;
-    if (kCheck && (x + d.dx < 0 || x + d.dx >= k.nx)) return;  // q outside for the whole column
+    if (kCheck && (x + dx < 0 || x + dx >= k.nx)) return;  // q outside for the whole column
     float distance[kRy2];
     strided_patch_sums<RP, kRy2, UNIFORM>(Hx + gb * kRy2 * kHs2 + cb, kHs2, distance, k.g);
-    const float* q = q_base + d.offset[0];
+    const float* q = q_base + dy * l.sx + dx;
 #pragma unroll
     for (int t = 0; t < kRy2; ++t) {
       float w = l2_weight(distance[t], k);
-      if (kCheck && unsigned(yb + t + d.dy) >= unsigned(k.ny)) w = 0.0f;
+      if (kCheck && unsigned(yb + t + dy) >= unsigned(k.ny)) w = 0.0f;
       acc.add(t, w, q[t * l.sx]);
     }
   };
 
-  walk_double_buffered(WindowWalk::part_of(k, blockIdx.z, gridDim.z).track(0, l.sx, 0), H, hbuf, inside, pass_a,
-                       pass_b);
+  walk_double_buffered(WindowWalk::part_of(k, blockIdx.z, gridDim.z), H, hbuf, inside, pass_a, pass_b);
 
   if (x >= k.nx) return;
 #pragma unroll
@@ -744,20 +742,20 @@ __global__ void __launch_bounds__(kThreads, CENTRE_MAX ? 2 : 3) nlm_sym2d_rows_k
   const bool inside = x0 >= k.rs && x0 + kTx2 + k.rs <= k.nx && y0 + kTy2 + part.dy_hi <= k.ny;
   __syncthreads();
 
-  auto pass_a = [&](const WindowWalk& d, float* Hx) {
-    if (a_active) row_patch_sums<RP, kChunk2, UNIFORM>(own, U + a_base + d.offset[0], Hx + ra * kHs2 + ca * kChunk2, k.g);
+  auto pass_a = [&](int dx, int dy, float* Hx) {
+    if (a_active) row_patch_sums<RP, kChunk2, UNIFORM>(own, U + a_base + dy * l.u_stride + dx, Hx + ra * kHs2 + ca * kChunk2, k.g);
   };
-  auto pass_b = [&](const WindowWalk& d, const float* Hx, auto check_border, bool /*last*/) {
+  auto pass_b = [&](int dx, int dy, const float* Hx, auto check_border, bool /*last*/) {
     constexpr bool kCheck = decltype(check_border)::value;
-    if (kCheck && (x >= k.nx || unsigned(x + d.dx) >= unsigned(k.nx))) return;  // p or q outside for the whole column
+    if (kCheck && (x >= k.nx || unsigned(x + dx) >= unsigned(k.nx))) return;  // p or q outside for the whole column
     float distance[kRy2];
     strided_patch_sums<RP, kRy2, UNIFORM>(Hx + gb * kRy2 * kHs2 + cb, kHs2, distance, k.g);
-    const float* q = q_base + d.offset[0];
-    const int s = s_base + d.offset[1];
+    const float* q = q_base + dy * l.u_stride + dx;
+    const int s = s_base + dy * l.sw + dx;
 #pragma unroll
     for (int t = 0; t < kRy2; ++t) {
       float w = l2_weight(distance[t], k);
-      if (kCheck && yb + t + d.dy >= k.ny) w = 0.0f;  // p + d below the image (or p itself: dy >= 0)
+      if (kCheck && yb + t + dy >= k.ny) w = 0.0f;  // p + d below the image (or p itself: dy >= 0)
       acc.add(t, w, q[t * l.u_stride]);
       float2 mirrored = S[s + t * l.sw];
       mirrored.x = fmaf(w, centre[t], mirrored.x);
@@ -767,8 +765,7 @@ __global__ void __launch_bounds__(kThreads, CENTRE_MAX ? 2 : 3) nlm_sym2d_rows_k
     }
   };
 
-  walk_double_buffered(WindowWalk(k, part.begin, part.end).track(0, l.u_stride, 0).track(1, l.sw, 0), H, hbuf, inside,
-                       pass_a, pass_b);
+  walk_double_buffered(WindowWalk(k, part.begin, part.end), H, hbuf, inside, pass_a, pass_b);
 
   // This block's S, then its own sums; the combine kernel adds them up.
   write_region<CENTRE_MAX>(S, S_max, l, regions);
@@ -831,10 +828,10 @@ __global__ void __launch_bounds__(kThreads, 2) nlm_sym2d_ring_kernel(const float
   const WindowWalk walk(k, part.begin, part.end);
   load_q(walk.dx, walk.dy);
 
-  auto pass_a = [&](const WindowWalk& d, float* Hy) {
+  auto pass_a = [&](int dx, int dy, float* Hy) {
     if (!a_active) return;
     float h[kRunA];
-    difference_patch_sums<RP, kRunA, UNIFORM>(own, U + a_base + d.dx * l.u_stride + d.dy, 1, h, k.g);
+    difference_patch_sums<RP, kRunA, UNIFORM>(own, U + a_base + dx * l.u_stride + dy, 1, h, k.g);
 #pragma unroll
     for (int t = 0; t < kRunA; ++t) Hy[(ra * kRunA + t) * kHs + ca] = h[t];
   };
@@ -845,9 +842,8 @@ __global__ void __launch_bounds__(kThreads, 2) nlm_sym2d_ring_kernel(const float
     S[at] = mirrored;
     if constexpr (CENTRE_MAX) S_max[at] = fmaxf(S_max[at], ring.weight_max[t]);
   };
-  auto pass_b = [&](const WindowWalk& d, const float* Hy, auto check_border, bool last) {
+  auto pass_b = [&](int dx, int dy, const float* Hy, auto check_border, bool last) {
     constexpr bool kCheck = decltype(check_border)::value;
-    const int dx = d.dx, dy = d.dy;
     float distance[kRunB];
     strided_patch_sums<RP, kRunB, UNIFORM>(Hy + yb * kHs + rb * kRunB, 1, distance, k.g);
 #pragma unroll
