@@ -77,16 +77,12 @@ __device__ __forceinline__ float pair_weight(float distance, const KernelParams&
 }
 
 // Walks a contiguous range of the search window's displacements, by index in the window (x
-// fastest, then y, then z), skipping the centre, with no division per step. It can also keep the
-// displacement's offset in up to two shared arrays up to date (see track): an addition per step
-// instead of two multiplications per use.
+// fastest, then y, then z), skipping the centre, with no division per step.
 struct WindowWalk {
   int dx, dy, dz;
   int left;  // displacements still to visit, the current one included
   int rs, rsz;
   bool slid = false;  // the last step moved dx by one within a window row
-  int offset[2] = {0, 0};                      // dz * plane + dy * row + dx in array i
-  int row_wrap[2] = {0, 0}, plane_wrap[2] = {0, 0};  // what the offset gains when dy, dz move on
   // Indices begin .. end - 1.
   __device__ WindowWalk(const KernelParams& k, int begin, int end) : rs(k.rs), rsz(k.rsz) {
     const int wx = 2 * k.rs + 1, centre = wx * wx * (2 * k.rsz + 1) / 2;
@@ -101,35 +97,19 @@ struct WindowWalk {
     const int wx = 2 * k.rs + 1, count = wx * wx * (2 * k.rsz + 1);
     return WindowWalk(k, int((long long)count * part / parts), int((long long)count * (part + 1) / parts));
   }
-  // Keeps offset[i] for an array of `row` elements per row and `plane` per plane.
-  __device__ WindowWalk& track(int i, int row, int plane) {
-    const int wx = 2 * rs + 1;
-    offset[i] = dz * plane + dy * row + dx;
-    row_wrap[i] = row - wx;
-    plane_wrap[i] = plane - wx * row;
-    return *this;
-  }
   __device__ void step() {
-    ++offset[0];
-    ++offset[1];
     slid = true;
     if (++dx > rs) {  // next row of the window
       dx = -rs;
       slid = false;
-      offset[0] += row_wrap[0];
-      offset[1] += row_wrap[1];
       if (++dy > rs) {
         dy = -rs;
         ++dz;
-        offset[0] += plane_wrap[0];
-        offset[1] += plane_wrap[1];
       }
     }
     if ((dx | dy | dz) == 0) {  // the centre (dx jumps by two)
       dx = 1;
       slid = false;
-      ++offset[0];
-      ++offset[1];
     }
     --left;
   }

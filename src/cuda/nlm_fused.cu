@@ -336,7 +336,7 @@ struct ColumnSums3d {
 };
 
 // The window walk of the 3D kernels, pass A one displacement ahead; the passes get the walk (its
-// dx, dy, dz and offsets). Hazards: pass A of the next d writes Hx, read by pass B before the
+// dx, dy, dz and whether it slid). Hazards: pass A of the next d writes Hx, read by pass B before the
 // barrier in between; pass B writes Hxy, read by pass C of the previous d before the barrier after
 // pass A; the symmetric kernel's S is written by pass C only, two barriers apart from one d to the
 // next. Interior blocks skip pass C's border tests.
@@ -391,14 +391,17 @@ __global__ void __launch_bounds__(kThreads, 2) nlm_slide3d_kernel(const float* _
   const bool inside = window_inside(k, x0, y0, z0, kTx3, kTy3, kTz3);
 
   auto pass_a = [&](const WindowWalk& d) {
-    if (a_active) row_patch_sums<RP, kTx3, UNIFORM>(own, U + a_base + d.offset[0], Hx + (rz * kRowsY + ry) * kHs3, k.g);
+    if (a_active) {
+      row_patch_sums<RP, kTx3, UNIFORM>(own, U + a_base + d.dz * plane + d.dy * l.sx + d.dx,
+                                        Hx + (rz * kRowsY + ry) * kHs3, k.g);
+    }
   };
   auto pass_c = [&](const WindowWalk& d, auto check_border) {
     constexpr bool kCheck = decltype(check_border)::value;
     if (kCheck && (x + d.dx < 0 || x + d.dx >= k.nx || y + d.dy < 0 || y + d.dy >= k.ny)) return;
     float distance[kTz3];
     strided_patch_sums<RP, kTz3, UNIFORM>(Hxy + yc * kTx3 + xc, kTy3 * kTx3, distance, k.g);
-    const float* q = q_base + d.offset[0];
+    const float* q = q_base + d.dz * plane + d.dy * l.sx + d.dx;
 #pragma unroll
     for (int t = 0; t < kTz3; ++t) {
       float w = l2_weight(distance[t], k);
@@ -407,8 +410,7 @@ __global__ void __launch_bounds__(kThreads, 2) nlm_slide3d_kernel(const float* _
     }
   };
 
-  walk_three_passes(WindowWalk::part_of(k, 0, 1).track(0, l.sx, plane), inside, pass_a,
-                    [&] { column_sums(Hx, Hxy, k.g); }, pass_c);
+  walk_three_passes(WindowWalk::part_of(k, 0, 1), inside, pass_a, [&] { column_sums(Hx, Hxy, k.g); }, pass_c);
 
   if (x >= k.nx || y >= k.ny) return;
 #pragma unroll
@@ -510,11 +512,12 @@ __global__ void __launch_bounds__(kThreads, 2) nlm_sym3d_kernel(const float* __r
   ShiftedRun<kRunA + 2 * RP> shifted;
   auto pass_a = [&](const WindowWalk& d) {
     if (!a_active) return;
+    const float* src = U + a_base + d.dz * plane + d.dy * l.u.sx + d.dx;
     if constexpr (kSlideA) {
-      shifted.update(U + a_base + d.offset[0], d.slid);
+      shifted.update(src, d.slid);
       row_patch_sums<RP, kRunA, UNIFORM>(own, shifted.v, a_dst, k.g);
     } else {
-      row_patch_sums<RP, kRunA, UNIFORM>(own, U + a_base + d.offset[0], a_dst, k.g);
+      row_patch_sums<RP, kRunA, UNIFORM>(own, src, a_dst, k.g);
     }
   };
   auto pass_c = [&](const WindowWalk& d, auto check_border) {
@@ -525,8 +528,8 @@ __global__ void __launch_bounds__(kThreads, 2) nlm_sym3d_kernel(const float* __r
       return;
     float distance[kTz3s];
     strided_patch_sums<RP, kTz3s, UNIFORM>(Hxy + yc * kTx3 + xc, kTy3 * kTx3, distance, k.g);
-    const float* q = p_base + d.offset[0];
-    float2* target = s_base + d.offset[1];
+    const float* q = p_base + d.dz * plane + d.dy * l.u.sx + d.dx;
+    float2* target = s_base + d.dz * s_plane + d.dy * l.sx + d.dx;
     // The targets' sums all loaded before any is stored: the compiler cannot tell that the entries
     // differ, and would otherwise wait for each store before the next load.
     float2 s[kTz3s];
@@ -545,8 +548,7 @@ __global__ void __launch_bounds__(kThreads, 2) nlm_sym3d_kernel(const float* __r
   };
 
   const int wx = 2 * k.rs + 1, window = wx * wx * (2 * k.rsz + 1);
-  walk_three_passes(WindowWalk(k, window / 2 + 1, window).track(0, l.u.sx, plane).track(1, l.sx, s_plane), inside,
-                    pass_a, [&] { column_sums(Hx, Hxy, k.g); }, pass_c);
+  walk_three_passes(WindowWalk(k, window / 2 + 1, window), inside, pass_a, [&] { column_sums(Hx, Hxy, k.g); }, pass_c);
 
   // The own sums join S (each thread its own entries), then S joins the global sums.
   if (x < k.nx && y < k.ny) {
