@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 namespace ctd {
 
@@ -32,5 +33,39 @@ NoiseEstimate estimate_noise(ConstVolumeView<float> image, NoiseEstimator estima
 
 // The image's padding value as defined above (the largest spike), or NaN when it has none.
 double padding_value(ConstVolumeView<float> image);
+
+// What the filters respond to. CT noise is not white: filtered back-projection shapes it (a ramp
+// kernel lifts fine grain, a smooth kernel or resampling coarsens it, overlapping slices
+// correlate it across z), so a neighbour-difference sigma alone misjudges it. The model holds
+// the noise covariance C(d) = E[n(p) n(p+d)] for lags |dx|, |dy| <= radius_xy, |dz| <= radius_z,
+// measured by second differences u(p+d) - 2u(p) + u(p-d) (blind to linear trends) in the image's
+// flattest 16 x 16 blocks (docs/parameters.md); C = 0 beyond. Correlation longer than radius_xy
+// counts as signal: it is the low-frequency part of the noise, which neither filter removes.
+struct NoiseModel {
+  double sigma = 0;                  // standard deviation of one voxel's noise, image units
+  double pseudo_residual_sigma = 0;  // estimate_noise's sigma, for comparison (equal for white noise)
+  int radius_xy = 0, radius_z = 0;   // lags measured (radius_z = 0 for 2D images and under 3 slices)
+  std::vector<double> covariance;    // C at (dx, dy, dz), x fastest, each from -radius to +radius
+  std::int64_t samples = 0;          // second differences per lag the model rests on
+  std::int64_t flat_blocks = 0;      // 16 x 16 blocks it was read in
+  double excluded_value = 0;         // padding left out, or NaN
+
+  // C(dx, dy, dz); 0 outside the measured lags.
+  double covariance_at(int dx, int dy, int dz) const noexcept;
+  // C / sigma^2 (0 when sigma is 0).
+  double correlation(int dx, int dy, int dz) const noexcept;
+  // E[(n(p) - n(p+d))^2] / 2 = sigma^2 - C(d): half the mean squared noise difference at lag d.
+  double semivariance(int dx, int dy, int dz) const noexcept { return covariance_at(0, 0, 0) - covariance_at(dx, dy, dz); }
+};
+
+// Measures the model from the image. Throws InvalidArgument when the image is too small (under
+// 13 x 13 voxels in-plane) or has too few usable voxels.
+NoiseModel estimate_noise_model(ConstVolumeView<float> image);
+
+// Gaussian noise of the model's covariance (as nearly as a non-negative spectrum allows), on a volume of `dims`, voxels whose `mask` entry is 0 (when a
+// mask is given) set to 0. For tests and for the automatic parameters' risk estimate;
+// deterministic for a seed.
+Volume synthesize_noise(const NoiseModel& model, const Dims& dims, std::uint64_t seed,
+                        const std::vector<unsigned char>* mask = nullptr);
 
 }  // namespace ctd

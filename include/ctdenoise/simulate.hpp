@@ -21,7 +21,8 @@ FbpWindow fbp_window_from_string(std::string_view name);  // throws InvalidArgum
 
 struct LowDoseParams {
   int angles = 90;               // projections over 180 degrees (seed 000 uses 90), >= 1
-  double photons = 1e5;          // incident photons per detector bin, I0 > 0
+  double photons = 1e5;          // incident photons per detector bin, I0 > 0; infinity: no noise
+                                 // (the same reconstruction of the clean image: a reference)
   double electronic_sigma = 0;   // Gaussian noise on the detected counts, >= 0
   FbpWindow window = FbpWindow::Ramp;
   double mu_water = 0.0193;      // linear attenuation of water, 1/mm (about 70 keV), > 0
@@ -29,7 +30,8 @@ struct LowDoseParams {
 };
 
 // Input in HU with its geometry (in-plane spacing from the volume); returns HU. Voxels holding
-// the input's padding value (see estimate_noise) keep it. Deterministic for a given seed.
+// the input's padding value (see estimate_noise) keep it when it lies below air (-1024 HU),
+// i.e. outside the scanner's field of view. Deterministic for a given seed.
 Volume simulate_low_dose(const Volume& clean, const LowDoseParams& params);
 
 // clean + N(0, sigma^2) per voxel (padding kept); sigma > 0.

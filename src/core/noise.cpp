@@ -1,5 +1,7 @@
 // Robust noise estimation (include/ctdenoise/noise.hpp).
 
+#include "core/robust_stats.hpp"
+
 #include <ctdenoise/error.hpp>
 #include <ctdenoise/noise.hpp>
 
@@ -11,72 +13,10 @@
 #include <vector>
 
 namespace ctd {
-namespace {
 
 using i64 = std::int64_t;
-
-// Padding values: values that fill at least 1% of the voxels and at least 10 times as many as any
-// of the three nearest values on either side, i.e. spikes in the histogram (-3024 HU outside a
-// CT's field of view, air clipped at the lowest stored value), not merely common values of
-// quantised data. Counted on a sample of at most a million voxels. Largest spike first.
-std::vector<float> find_padding(ConstVolumeView<float> in) {
-  const i64 n = in.dims.count();
-  const i64 step = std::max<i64>(1, n / 1000000);
-  std::vector<float> sample;
-  for (i64 i = 0; i < n; i += step) sample.push_back(in.data[i]);
-  std::sort(sample.begin(), sample.end());
-  std::vector<std::pair<float, std::size_t>> runs;  // (value, count) in increasing value
-  for (std::size_t i = 0; i < sample.size();) {
-    std::size_t j = i;
-    while (j < sample.size() && sample[j] == sample[i]) ++j;
-    runs.emplace_back(sample[i], j - i);
-    i = j;
-  }
-  std::vector<std::pair<std::size_t, float>> spikes;  // (count, value)
-  for (std::size_t i = 0; i < runs.size(); ++i) {
-    if (runs[i].second * 100 < sample.size() || runs[i].second < 2) continue;
-    std::size_t neighbours = 0;
-    for (std::size_t j = i >= 3 ? i - 3 : 0; j <= std::min(runs.size() - 1, i + 3); ++j) {
-      if (j != i) neighbours = std::max(neighbours, runs[j].second);
-    }
-    if (runs[i].second >= 10 * neighbours) spikes.emplace_back(runs[i].second, runs[i].first);
-  }
-  std::sort(spikes.rbegin(), spikes.rend());
-  std::vector<float> values;
-  for (const auto& spike : spikes) values.push_back(spike.second);
-  return values;
-}
-
-double median(std::vector<double>& v) {
-  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  return *mid;
-}
-
-// 1.4826 x MAD, then refined as the standard deviation of the residuals within 3 sigma of the
-// median (corrected for that truncation): the MAD alone drifts up when edges add outliers.
-double robust_sigma(std::vector<double> values) {
-  const double m = median(values);
-  std::vector<double> deviations(values.size());
-  for (std::size_t i = 0; i < values.size(); ++i) deviations[i] = std::fabs(values[i] - m);
-  double sigma = 1.4826 * median(deviations);
-  constexpr double kTruncatedStd = 0.986581;  // std of a unit normal cut at +-3
-  for (int iteration = 0; iteration < 3 && sigma > 0; ++iteration) {
-    double sum2 = 0;
-    std::size_t kept = 0;
-    for (double v : values) {
-      const double dv = v - m;
-      if (std::fabs(dv) <= 3 * sigma) {
-        sum2 += dv * dv;
-        ++kept;
-      }
-    }
-    sigma = std::sqrt(sum2 / double(kept)) / kTruncatedStd;
-  }
-  return sigma;
-}
-
-}  // namespace
+using detail::find_padding;
+using detail::robust_sigma;
 
 std::string_view to_string(NoiseEstimator estimator) noexcept {
   switch (estimator) {
@@ -97,9 +37,14 @@ NoiseEstimate estimate_noise(ConstVolumeView<float> in, NoiseEstimator estimator
   if (d.nx < 1 || d.ny < 1 || d.nz < 1) {
     throw Error(ErrorKind::InvalidArgument, fmt::format("image dimensions must be >= 1, got {}x{}x{}", d.nx, d.ny, d.nz));
   }
+  return detail::estimate_noise_without(in, estimator, find_padding(in));
+}
+
+NoiseEstimate detail::estimate_noise_without(ConstVolumeView<float> in, NoiseEstimator estimator,
+                                             const std::vector<float>& padding) {
+  const Dims d = in.dims;
   const bool flat = d.is_2d();
   NoiseEstimate result;
-  const std::vector<float> padding = find_padding(in);
   result.excluded_value = padding.empty() ? std::numeric_limits<double>::quiet_NaN() : double(padding.front());
   auto u = [&](i64 x, i64 y, i64 z) { return in.data[(z * d.ny + y) * d.nx + x]; };
   auto usable = [&](float v) {

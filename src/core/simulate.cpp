@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <complex>
+#include <limits>
 #include <random>
 #include <thread>
 #include <vector>
@@ -82,7 +83,7 @@ FbpWindow fbp_window_from_string(std::string_view name) {
 
 Volume simulate_low_dose(const Volume& clean, const LowDoseParams& p) {
   if (p.angles < 1) invalid(fmt::format("angles must be >= 1, got {}", p.angles));
-  if (!(std::isfinite(p.photons) && p.photons > 0)) invalid(fmt::format("photons (I0) must be > 0, got {}", p.photons));
+  if (!(p.photons > 0)) invalid(fmt::format("photons (I0) must be > 0 (or infinite: no noise), got {}", p.photons));
   if (!(std::isfinite(p.electronic_sigma) && p.electronic_sigma >= 0)) {
     invalid(fmt::format("electronic noise sigma must be >= 0, got {}", p.electronic_sigma));
   }
@@ -90,7 +91,11 @@ Volume simulate_low_dose(const Volume& clean, const LowDoseParams& p) {
   const Dims d = clean.dims();
   const double sx = clean.geometry.spacing[0], sy = clean.geometry.spacing[1];
   if (!(sx > 0 && sy > 0)) invalid("the image needs a positive in-plane spacing");
-  const double padding = padding_value(clean.view());
+  // Padding below air (-3024 HU outside a scanner's field of view) stays; air clipped at -1024 HU
+  // is air, and gets noise like any other voxel.
+  double padding = padding_value(clean.view());
+  if (!(padding < -1024)) padding = std::numeric_limits<double>::quiet_NaN();
+  const bool noisy = std::isfinite(p.photons);
 
   // Detector: bins of the pixel width sx, wide enough for the slice's diagonal.
   const double width = std::hypot(double(d.nx) * sx, double(d.ny) * sy);
@@ -126,6 +131,10 @@ Volume simulate_low_dose(const Volume& clean, const LowDoseParams& p) {
             integral += sample(mu, d.nx, d.ny, x / sx + cx, y / sy + cy);
           }
           integral *= step;
+          if (!noisy) {
+            row[t] = integral;  // the noise-free reconstruction, the reference for a noisy one
+            continue;
+          }
           const double expected = p.photons * std::exp(-integral);
           double counts = double(std::poisson_distribution<std::int64_t>(expected)(rng));
           if (p.electronic_sigma > 0) counts += std::normal_distribution<double>(0, p.electronic_sigma)(rng);

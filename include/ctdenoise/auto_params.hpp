@@ -1,0 +1,68 @@
+#pragma once
+// Automatic filter strength (docs/parameters.md): NLM's h and the bilateral filter's sigma_range
+// chosen for the image at hand, with the user's radii, kernel, distance and device.
+//
+// The choice minimises Stein's unbiased risk estimate (SURE) of the mean squared error against
+// the noise-free image, for noise of covariance C (the image's NoiseModel):
+//   SURE(v) = |f_v(y) - y|^2 - tr C + 2 tr(C J_v),  J_v = df_v/dy at the noisy image y,
+// with tr(C J) estimated by Monte Carlo (Ramani, Blu & Unser 2008), b ~ N(0, C):
+//   tr(C J) ~ b . (f_v(y + eps b) - f_v(y)) / eps.
+// SURE for NLM is due to Van De Ville & Kocher (IEEE SPL 2009); the Monte Carlo form needs no
+// derivative of the filter, so every variant, distance and kernel gets the same treatment, and
+// correlated CT noise is handled by drawing b with the measured covariance rather than white.
+// The filter runs on a sample of the image (blocks spread over it, at most kAutoSampleVoxels
+// voxels), twice per candidate value, on the device the context names.
+
+#include <ctdenoise/bilateral.hpp>
+#include <ctdenoise/exec.hpp>
+#include <ctdenoise/nlm.hpp>
+#include <ctdenoise/noise.hpp>
+
+#include <cstdint>
+#include <vector>
+
+namespace ctd {
+
+// The largest sample the risk estimate filters (voxels); smaller images are used whole.
+constexpr std::int64_t kAutoSampleVoxels = std::int64_t(1) << 17;
+
+struct RiskPoint {
+  double value = 0;  // h or sigma_range tried
+  double mse = 0;    // SURE's estimate of the mean squared error per voxel, image units squared
+};
+
+struct AutoChoice {
+  double value = 0;     // what to use: optimum x strength
+  double optimum = 0;   // the value of least estimated risk
+  double strength = 1;  // the multiplier asked for
+  double noisy_mse = 0; // the risk of not filtering: the mean noise variance of the sample
+  NoiseModel noise;
+  std::vector<RiskPoint> curve;  // every value tried, in increasing order
+  Dims sample;                   // the sample the filter ran on
+  double seconds = 0;
+};
+
+// sigma for NLM's bias term (noise_sigma = auto): the root mean noise semivariance over the search
+// window, so that 2 sigma^2 is the expected patch distance between two noise-only patches.
+double auto_nlm_noise_sigma(const NoiseModel& noise, const NlmParams& params, const Dims& dims);
+
+// h for `params` (its h is ignored; noise_sigma, radii, kernel, distance and algorithm are used
+// as given). strength > 0 multiplies the optimum: > 1 smooths more, < 1 less. Throws
+// InvalidArgument for images too small to model or without noise; progress and cancellation go
+// through the context.
+AutoChoice auto_nlm_h(ConstVolumeView<float> image, const NlmParams& params, const ExecContext& context = {},
+                      double strength = 1.0);
+
+// sigma_range for `params` (its sigma_range is ignored; spacing must be the image's when
+// sigma_spatial is in mm).
+AutoChoice auto_bilateral_sigma_range(ConstVolumeView<float> image, const BilateralParams& params,
+                                      const ExecContext& context = {}, double strength = 1.0);
+
+// The same with a noise model the caller already has (e.g. measured on a scan of a water
+// phantom, or on the difference of two scans), instead of the one estimated from the image.
+AutoChoice auto_nlm_h(ConstVolumeView<float> image, const NlmParams& params, const NoiseModel& noise,
+                      const ExecContext& context = {}, double strength = 1.0);
+AutoChoice auto_bilateral_sigma_range(ConstVolumeView<float> image, const BilateralParams& params,
+                                      const NoiseModel& noise, const ExecContext& context = {}, double strength = 1.0);
+
+}  // namespace ctd

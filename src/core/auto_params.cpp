@@ -1,0 +1,245 @@
+// Automatic h and sigma_range by Monte Carlo SURE with the image's noise covariance
+// (include/ctdenoise/auto_params.hpp, docs/parameters.md).
+
+#include <ctdenoise/auto_params.hpp>
+#include <ctdenoise/error.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <map>
+
+namespace ctd {
+namespace {
+
+using i64 = std::int64_t;
+
+[[noreturn]] void invalid(const std::string& message) { throw Error(ErrorKind::InvalidArgument, message); }
+
+// The part of the image the risk is estimated on: the image itself when small, else blocks
+// spread evenly over it (those mostly free of padding), tiled side by side in-plane. `mask` is 1
+// on voxels that count (not padding, finite).
+struct Sample {
+  Volume image;
+  std::vector<unsigned char> mask;
+};
+
+Sample make_sample(ConstVolumeView<float> in, int reach_xy, int reach_z, const NoiseModel& noise) {
+  const Dims d = in.dims;
+  auto usable = [&](float v) { return std::isfinite(v) && !(v == float(noise.excluded_value)); };
+  Sample s;
+  if (d.count() <= kAutoSampleVoxels) {
+    s.image = Volume(d);
+    std::copy(in.data, in.data + d.count(), s.image.data());
+    s.mask.resize(std::size_t(d.count()));
+    for (i64 i = 0; i < d.count(); ++i) s.mask[std::size_t(i)] = usable(in.data[i]) ? 1 : 0;
+    return s;
+  }
+  // Blocks wide enough that most of their voxels see a whole window of their own.
+  const i64 bxy = std::min({std::clamp<i64>(3 * i64(reach_xy), 32, 64), d.nx, d.ny});
+  const i64 bz = d.is_2d() ? 1 : std::min<i64>(std::clamp<i64>(2 * i64(reach_z) + 2, 6, 16), d.nz);
+  struct Corner {
+    i64 x, y, z;
+  };
+  std::vector<Corner> candidates;
+  const i64 cx = d.nx / bxy, cy = d.ny / bxy, cz = d.nz / bz;
+  // Blocks centred in the image's extent along each axis.
+  const i64 ox = (d.nx - cx * bxy) / 2, oy = (d.ny - cy * bxy) / 2, oz = (d.nz - cz * bz) / 2;
+  for (i64 k = 0; k < cz; ++k)
+    for (i64 j = 0; j < cy; ++j)
+      for (i64 i = 0; i < cx; ++i) {
+        const Corner c{ox + i * bxy, oy + j * bxy, oz + k * bz};
+        i64 bad = 0;
+        for (i64 z = 0; z < bz; ++z)
+          for (i64 y = 0; y < bxy; ++y)
+            for (i64 x = 0; x < bxy; ++x) bad += usable(in.data[((c.z + z) * d.ny + c.y + y) * d.nx + c.x + x]) ? 0 : 1;
+        if (bad * 10 <= bxy * bxy * bz) candidates.push_back(c);
+      }
+  if (candidates.empty()) invalid("the image has no region free of padding to estimate the filter strength on");
+  const i64 wanted = std::max<i64>(1, kAutoSampleVoxels / (bxy * bxy * bz));
+  const i64 count = std::min<i64>(wanted, i64(candidates.size()));
+  const i64 gx = std::max<i64>(1, i64(std::floor(std::sqrt(double(count)))));
+  const i64 gy = std::max<i64>(1, count / gx);
+  const i64 used = gx * gy;
+  const Dims sd{gx * bxy, gy * bxy, bz};
+  s.image = Volume(sd);
+  s.mask.assign(std::size_t(sd.count()), 0);
+  for (i64 b = 0; b < used; ++b) {
+    // Evenly spaced through the candidates, which run x, then y, then z over the image.
+    const Corner c = candidates[std::size_t(b * i64(candidates.size()) / used)];
+    const i64 tx = (b % gx) * bxy, ty = (b / gx) * bxy;
+    for (i64 z = 0; z < bz; ++z)
+      for (i64 y = 0; y < bxy; ++y)
+        for (i64 x = 0; x < bxy; ++x) {
+          const float v = in.data[((c.z + z) * d.ny + c.y + y) * d.nx + c.x + x];
+          const i64 o = (z * sd.ny + ty + y) * sd.nx + tx + x;
+          s.image.data()[o] = v;
+          s.mask[std::size_t(o)] = usable(v) ? 1 : 0;
+        }
+  }
+  return s;
+}
+
+using Filter = std::function<void(ConstVolumeView<float> in, VolumeView<float> out, double value)>;
+
+// Minimises SURE over value = scale * 2^k: k = -2..2, extended while the least risk sits at an
+// end, then refined by half steps around the best and a parabola in log(value) through the best
+// point and its neighbours.
+AutoChoice choose(ConstVolumeView<float> image, const NoiseModel& noise, double scale, int reach_xy, int reach_z,
+                  const Filter& filter, const ExecContext& context, double strength, const char* what) {
+  const auto start = std::chrono::steady_clock::now();
+  if (!(std::isfinite(strength) && strength > 0)) invalid(fmt::format("strength must be a finite value > 0, got {}", strength));
+  if (!(noise.sigma > 0) || !(scale > 0)) {
+    invalid(fmt::format("{} auto: the image shows no noise (noise sigma {:.4g}); give a value", what, noise.sigma));
+  }
+  const Sample sample = make_sample(image, reach_xy, reach_z, noise);
+  const Dims sd = sample.image.dims();
+  // The probe: noise of the model's covariance.
+  const Volume b = synthesize_noise(noise, sd, 0x5EED, &sample.mask);
+  constexpr double kEps = 0.02;  // the probe's size, as a fraction of the noise: small, yet well above float rounding
+  Volume perturbed(sd), f0(sd), f1(sd);
+  const float* y = sample.image.data();
+  for (i64 i = 0; i < sd.count(); ++i) perturbed.data()[i] = float(y[i] + kEps * b.data()[i]);
+  i64 counted = 0;
+  for (unsigned char m : sample.mask) counted += m;
+  if (counted < 16) invalid(fmt::format("{} auto: too few usable voxels to estimate the filter strength", what));
+  const double c0 = noise.covariance_at(0, 0, 0);
+
+  AutoChoice choice;
+  choice.noise = noise;
+  choice.strength = strength;
+  choice.sample = sd;
+  choice.noisy_mse = c0;
+  std::map<double, double> risk;  // k (log2 of value / scale) -> SURE per voxel
+  constexpr int kPlannedEvaluations = 9;
+  auto evaluate = [&](double k) {
+    if (risk.count(k)) return;
+    if (context.progress) context.progress(std::min(1.0, double(risk.size()) / kPlannedEvaluations));
+    const double value = scale * std::exp2(k);
+    filter(sample.image.view(), f0.view(), value);
+    filter(perturbed.view(), f1.view(), value);
+    double residual = 0, divergence = 0;
+    for (i64 i = 0; i < sd.count(); ++i) {
+      if (!sample.mask[std::size_t(i)]) continue;
+      const double r = double(f0.data()[i]) - y[i];
+      residual += r * r;
+      divergence += double(b.data()[i]) * (double(f1.data()[i]) - f0.data()[i]);
+    }
+    risk[k] = (residual + 2 * divergence / kEps) / double(counted) - c0;
+  };
+  for (int k = -2; k <= 2; ++k) evaluate(k);
+  for (int step = 0; step < 4; ++step) {
+    const auto best = std::min_element(risk.begin(), risk.end(), [](auto& a, auto& b2) { return a.second < b2.second; });
+    if (best->first == risk.begin()->first) evaluate(best->first - 1);
+    else if (best->first == risk.rbegin()->first) evaluate(best->first + 1);
+    else break;
+  }
+  auto best = std::min_element(risk.begin(), risk.end(), [](auto& a, auto& b2) { return a.second < b2.second; });
+  const double k_best = best->first;
+  evaluate(k_best - 0.5);
+  evaluate(k_best + 0.5);
+  best = std::min_element(risk.begin(), risk.end(), [](auto& a, auto& b2) { return a.second < b2.second; });
+  double k_opt = best->first;
+  if (best != risk.begin() && std::next(best) != risk.end()) {
+    const auto lo = std::prev(best), hi = std::next(best);
+    const double x0 = lo->first, x1 = best->first, x2 = hi->first;
+    const double y0 = lo->second, y1 = best->second, y2 = hi->second;
+    const double denom = (x0 - x1) * (x0 - x2) * (x1 - x2);
+    const double a = (x2 * (y1 - y0) + x1 * (y0 - y2) + x0 * (y2 - y1)) / denom;
+    const double bcoef = (x2 * x2 * (y0 - y1) + x1 * x1 * (y2 - y0) + x0 * x0 * (y1 - y2)) / denom;
+    if (a > 0) k_opt = std::clamp(-bcoef / (2 * a), x0, x2);
+  }
+  if (context.progress) context.progress(1.0);
+  for (const auto& [k, r] : risk) choice.curve.push_back({scale * std::exp2(k), r});
+  choice.optimum = scale * std::exp2(k_opt);
+  choice.value = choice.optimum * strength;
+  choice.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return choice;
+}
+
+// The root mean semivariance of the noise over the lags of a window of half-width r (r_z along z),
+// the centre left out: E[(n(p) - n(q))^2] = 2 x its square.
+double pair_sigma(const NoiseModel& noise, int r, int r_z) {
+  double sum = 0;
+  i64 count = 0;
+  for (int dz = -r_z; dz <= r_z; ++dz)
+    for (int dy = -r; dy <= r; ++dy)
+      for (int dx = -r; dx <= r; ++dx) {
+        if (dx == 0 && dy == 0 && dz == 0) continue;
+        sum += noise.semivariance(dx, dy, dz);
+        ++count;
+      }
+  return std::sqrt(std::max(0.0, sum / double(count)));
+}
+
+}  // namespace
+
+double auto_nlm_noise_sigma(const NoiseModel& noise, const NlmParams& params, const Dims& dims) {
+  return pair_sigma(noise, params.search_radius, dims.is_2d() ? 0 : params.search_radius);
+}
+
+AutoChoice auto_nlm_h(ConstVolumeView<float> image, const NlmParams& params, const ExecContext& context, double strength) {
+  return auto_nlm_h(image, params, estimate_noise_model(image), context, strength);
+}
+
+AutoChoice auto_bilateral_sigma_range(ConstVolumeView<float> image, const BilateralParams& params,
+                                      const ExecContext& context, double strength) {
+  return auto_bilateral_sigma_range(image, params, estimate_noise_model(image), context, strength);
+}
+
+AutoChoice auto_nlm_h(ConstVolumeView<float> image, const NlmParams& params, const NoiseModel& noise,
+                      const ExecContext& context, double strength) {
+  NlmParams p = params;
+  p.h = 1;  // validated with a placeholder: h is what is being chosen
+  validate(p);
+  const bool flat = image.dims.is_2d();
+  // The scale of h at which two noise-only patches weigh exp(-2) of the centre (white noise's
+  // optimum is near it); for L1 the same for the mean absolute difference seed 003 weighs.
+  double scale = auto_nlm_noise_sigma(noise, p, image.dims);
+  if (p.distance == PatchDistance::L1) {
+    double g_sum = 0;
+    i64 taps = 0;
+    const int r = p.patch_radius, rz = flat ? 0 : r;
+    for (int z = -rz; z <= rz; ++z)
+      for (int y = -r; y <= r; ++y)
+        for (int x = -r; x <= r; ++x) {
+          g_sum += (x == 0 && y == 0 && z == 0) ? std::sqrt(2.0) : 1.0 / std::sqrt(double(x * x + y * y + z * z));
+          ++taps;
+        }
+    scale *= g_sum / double(taps) / std::sqrt(M_PI);
+  }
+  ExecContext inner = context;
+  inner.progress = nullptr;
+  const Filter filter = [&](ConstVolumeView<float> in, VolumeView<float> out, double value) {
+    NlmParams q = p;
+    q.h = float(value);
+    nlm(in, out, q, inner);
+  };
+  const int reach = p.search_radius + p.patch_radius;
+  return choose(image, noise, scale, reach, flat ? 0 : reach, filter, context, strength, "--h");
+}
+
+AutoChoice auto_bilateral_sigma_range(ConstVolumeView<float> image, const BilateralParams& params,
+                                      const NoiseModel& noise, const ExecContext& context, double strength) {
+  BilateralParams p = params;
+  p.sigma_range = 1;
+  validate(p);
+  const auto radius = bilateral_radius(p, image.dims);
+  ExecContext inner = context;
+  inner.progress = nullptr;
+  const Filter filter = [&](ConstVolumeView<float> in, VolumeView<float> out, double value) {
+    BilateralParams q = p;
+    q.sigma_range = float(value);
+    q.radius = {radius[0], radius[1], std::max(radius[2], 1)};  // the whole image's window (z unused in 2D)
+    bilateral(in, out, q, inner);
+  };
+  // The range kernel's scale: twice the noise sigma, the spread of a noise-only difference.
+  return choose(image, noise, 2 * noise.sigma, std::max(radius[0], radius[1]), radius[2], filter, context, strength,
+                "--sigma-range");
+}
+
+}  // namespace ctd

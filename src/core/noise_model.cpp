@@ -1,0 +1,282 @@
+// The noise model (include/ctdenoise/noise.hpp, NoiseModel): the covariance measured by second
+// differences in the image's flattest blocks, and noise synthesised from it.
+
+#include "core/robust_stats.hpp"
+#include "cpu/thread_pool.hpp"
+
+#include <ctdenoise/error.hpp>
+#include <ctdenoise/noise.hpp>
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <thread>
+
+namespace ctd {
+namespace {
+
+using i64 = std::int64_t;
+
+constexpr int kLagRadiusXy = 5;      // in-plane lags of the model
+constexpr int kBlock = 16;           // in-plane size of the blocks judged flat or not
+constexpr i64 kMaxBlocks = 4096;     // blocks judged (evenly spread over larger images)
+constexpr i64 kMaxTriples = 400000;  // second differences pooled per lag, at most
+
+int hardware_threads() {
+  const unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : int(n);
+}
+
+struct Lag {
+  int dx, dy, dz;
+};
+
+}  // namespace
+
+double NoiseModel::covariance_at(int dx, int dy, int dz) const noexcept {
+  if (std::abs(dx) > radius_xy || std::abs(dy) > radius_xy || std::abs(dz) > radius_z || covariance.empty()) return 0;
+  const int w = 2 * radius_xy + 1;
+  return covariance[std::size_t(((dz + radius_z) * w + (dy + radius_xy)) * w + (dx + radius_xy))];
+}
+
+double NoiseModel::correlation(int dx, int dy, int dz) const noexcept {
+  return sigma > 0 ? covariance_at(dx, dy, dz) / (sigma * sigma) : 0;
+}
+
+NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
+  const Dims d = in.dims;
+  if (d.nx < 2 * kLagRadiusXy + 3 || d.ny < 2 * kLagRadiusXy + 3 || d.nz < 1) {
+    throw Error(ErrorKind::InvalidArgument,
+                fmt::format("the noise model needs an image of at least {0}x{0} voxels in-plane, got {1}x{2}x{3}",
+                            2 * kLagRadiusXy + 3, d.nx, d.ny, d.nz));
+  }
+  NoiseModel m;
+  m.radius_xy = kLagRadiusXy;
+  m.radius_z = d.nz >= 3 ? 1 : 0;
+  const std::vector<float> padding = detail::find_padding(in);
+  m.excluded_value = padding.empty() ? std::numeric_limits<double>::quiet_NaN() : double(padding.front());
+  m.pseudo_residual_sigma = detail::estimate_noise_without(in, NoiseEstimator::PseudoResidual, padding).sigma;
+  auto usable = [&](float v) { return std::isfinite(v) && std::find(padding.begin(), padding.end(), v) == padding.end(); };
+
+  // Second differences D(p) = u(p+d) - 2u(p) + u(p-d) along half of the lags (D is even in d) of
+  // the box one voxel wider than the model. They cancel the image's linear trends, and for noise
+  // of covariance C, E[D(d)^2] = 6 C(0) - 8 C(d) + 2 C(2d).
+  const int outer = m.radius_xy + 1;
+  std::vector<Lag> lags;
+  for (int dz = 0; dz <= m.radius_z; ++dz)
+    for (int dy = -outer; dy <= outer; ++dy)
+      for (int dx = -outer; dx <= outer; ++dx)
+        if (dz > 0 || dy > 0 || (dy == 0 && dx > 0)) lags.push_back({dx, dy, dz});
+  // D(p) along a lag, or NaN where p +- d leaves the image or touches padding.
+  auto second_difference = [&](i64 x, i64 y, i64 z, const Lag& g) {
+    if (x - std::abs(g.dx) < 0 || x + std::abs(g.dx) >= d.nx || y - std::abs(g.dy) < 0 || y + std::abs(g.dy) >= d.ny ||
+        z - g.dz < 0 || z + g.dz >= d.nz) {
+      return std::numeric_limits<double>::quiet_NaN();
+    }
+    const i64 p = (z * d.ny + y) * d.nx + x, step = (i64(g.dz) * d.ny + g.dy) * d.nx + g.dx;
+    const float a = in.data[p - step], b = in.data[p], c = in.data[p + step];
+    if (!usable(a) || !usable(b) || !usable(c)) return std::numeric_limits<double>::quiet_NaN();
+    return double(a) - 2.0 * double(b) + double(c);
+  };
+
+  // Flat blocks: anatomy adds to the second differences wherever the image is not flat, so the
+  // noise is read in the blocks whose activity (mean D^2 over the outer in-plane lags, 6 C(0) for
+  // noise alone) is low: within a factor 2 of the activity of the 10th percentile block. Not the
+  // lowest blocks (smoothed or clipped background), not the most common ones (lung, bone and
+  // edges outnumber flat tissue in many slices). Where the noise level varies (it is lower in
+  // the air around a body than in its middle), this reads the quieter parts: under-reading the
+  // noise errs towards too little smoothing, never towards erased anatomy.
+  struct Block {
+    i64 x, y, z;
+  };
+  const i64 bx = kBlock, by = kBlock;
+  std::vector<Block> blocks;
+  for (i64 z = 0; z < d.nz; ++z)
+    for (i64 y = 0; y + by <= d.ny; y += by)
+      for (i64 x = 0; x + bx <= d.nx; x += bx) blocks.push_back({x, y, z});
+  if (i64(blocks.size()) > kMaxBlocks) {
+    std::vector<Block> spread(static_cast<std::size_t>(kMaxBlocks));
+    for (i64 i = 0; i < kMaxBlocks; ++i) spread[std::size_t(i)] = blocks[std::size_t(i * i64(blocks.size()) / kMaxBlocks)];
+    blocks = std::move(spread);
+  }
+  std::vector<Lag> shell_lags;
+  for (const Lag& g : lags) {
+    if (g.dz == 0 && std::max(std::abs(g.dx), std::abs(g.dy)) == outer) shell_lags.push_back(g);
+  }
+  std::vector<double> activity(blocks.size(), std::numeric_limits<double>::quiet_NaN());
+  cpu::ThreadPool pool(hardware_threads());
+  pool.parallel_for(i64(blocks.size()), [&](i64 begin, i64 end) {
+    for (i64 b = begin; b < end; ++b) {
+      const Block& k = blocks[std::size_t(b)];
+      double sum = 0;
+      i64 count = 0;
+      for (i64 y = k.y; y < k.y + by; ++y)
+        for (i64 x = k.x; x < k.x + bx; ++x)
+          for (const Lag& g : shell_lags) {
+            const double v = second_difference(x, y, k.z, g);
+            if (!std::isnan(v)) {
+              sum += v * v;
+              ++count;
+            }
+          }
+      // Blocks with over a quarter of their differences missing (padding, borders) are not judged.
+      if (count * 4 >= 3 * bx * by * i64(shell_lags.size()) && sum > 0) activity[std::size_t(b)] = std::log(sum / double(count));
+    }
+  });
+  std::vector<double> judged;
+  for (double a : activity) {
+    if (!std::isnan(a)) judged.push_back(a);
+  }
+  if (judged.empty()) {
+    throw Error(ErrorKind::InvalidArgument,
+                fmt::format("too few usable voxels to model the noise ({}x{}x{} image)", d.nx, d.ny, d.nz));
+  }
+  const auto anchor = judged.begin() + std::ptrdiff_t(judged.size() / 10);
+  std::nth_element(judged.begin(), anchor, judged.end());
+  std::vector<Block> flat;
+  for (std::size_t b = 0; b < blocks.size(); ++b) {
+    if (!std::isnan(activity[b]) && std::fabs(activity[b] - *anchor) <= std::log(2.0)) flat.push_back(blocks[b]);
+  }
+  m.flat_blocks = i64(flat.size());
+  // At most about kMaxTriples differences per lag: every step-th flat block.
+  const std::size_t step = std::max<std::size_t>(1, std::size_t(i64(flat.size()) * bx * by / kMaxTriples));
+
+  std::vector<double> variance(lags.size());
+  std::vector<i64> pairs(lags.size());
+  pool.parallel_for(i64(lags.size()), [&](i64 begin, i64 end) {
+    for (i64 l = begin; l < end; ++l) {
+      double sum = 0;
+      i64 count = 0;
+      for (std::size_t b = 0; b < flat.size(); b += step) {
+        const Block& k = flat[b];
+        for (i64 y = k.y; y < k.y + by; ++y)
+          for (i64 x = k.x; x < k.x + bx; ++x) {
+            const double v = second_difference(x, y, k.z, lags[std::size_t(l)]);
+            if (!std::isnan(v)) {
+              sum += v * v;
+              ++count;
+            }
+          }
+      }
+      pairs[std::size_t(l)] = count;
+      variance[std::size_t(l)] = count > 0 ? sum / double(count) : 0;
+    }
+  });
+  m.samples = *std::min_element(pairs.begin(), pairs.end());
+  if (m.samples < 16) {
+    throw Error(ErrorKind::InvalidArgument,
+                fmt::format("too few usable voxels to model the noise ({} at some lag, {}x{}x{} image)", m.samples, d.nx,
+                            d.ny, d.nz));
+  }
+
+  // Beyond the model's lags C = 0, so E[D^2] = 6 C(0) on the outer in-plane shell: its median gives
+  // the noise variance. Inside, C(d) = (6 C(0) + 2 C(2d) - E[D(d)^2]) / 8, from the outside in.
+  std::vector<double> shell;
+  for (std::size_t l = 0; l < lags.size(); ++l) {
+    if (lags[l].dz == 0 && std::max(std::abs(lags[l].dx), std::abs(lags[l].dy)) == outer) shell.push_back(variance[l] / 6);
+  }
+  const double c0 = detail::median(shell);
+  m.sigma = std::sqrt(c0);
+  const int w = 2 * m.radius_xy + 1;
+  m.covariance.assign(std::size_t(w * w * (2 * m.radius_z + 1)), 0.0);
+  auto at = [&](int dx, int dy, int dz) -> double& {
+    return m.covariance[std::size_t(((dz + m.radius_z) * w + (dy + m.radius_xy)) * w + (dx + m.radius_xy))];
+  };
+  at(0, 0, 0) = c0;
+  std::vector<std::size_t> order;
+  for (std::size_t l = 0; l < lags.size(); ++l) {
+    if (std::max(std::abs(lags[l].dx), std::abs(lags[l].dy)) <= m.radius_xy) order.push_back(l);
+  }
+  auto norm = [&](const Lag& g) { return std::max({std::abs(g.dx), std::abs(g.dy), std::abs(g.dz)}); };
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return norm(lags[a]) > norm(lags[b]); });
+  for (const std::size_t l : order) {
+    const Lag g = lags[l];
+    const double c = (6 * c0 + 2 * m.covariance_at(2 * g.dx, 2 * g.dy, 2 * g.dz) - variance[l]) / 8;
+    at(g.dx, g.dy, g.dz) = at(-g.dx, -g.dy, -g.dz) = c;
+  }
+  return m;
+}
+
+Volume synthesize_noise(const NoiseModel& m, const Dims& dims, std::uint64_t seed, const std::vector<unsigned char>* mask) {
+  if (mask != nullptr && i64(mask->size()) != dims.count()) {
+    throw Error(ErrorKind::InvalidArgument, "synthesize_noise: the mask must have one entry per voxel");
+  }
+  // The noise power spectrum on a periodic grid is the Fourier series of C (real: C is even);
+  // negative values, where the measured C is not quite a covariance, are set to 0. The shaping
+  // kernel is the inverse transform of its square root, cut at kr voxels.
+  const bool flat = dims.is_2d() || m.radius_z == 0;
+  const int gxy = 32, gz = flat ? 1 : 8;
+  const int kr = m.radius_xy + 3, krz = flat ? 0 : 2;
+  const int rx = m.radius_xy, rz = flat ? 0 : m.radius_z;
+  std::vector<double> amplitude(std::size_t(gxy * gxy * gz));
+  double power_sum = 0;
+  for (int fz = 0; fz < gz; ++fz)
+    for (int fy = 0; fy < gxy; ++fy)
+      for (int fx = 0; fx < gxy; ++fx) {
+        double p = 0;
+        for (int dz = -rz; dz <= rz; ++dz)
+          for (int dy = -rx; dy <= rx; ++dy)
+            for (int dx = -rx; dx <= rx; ++dx) {
+              const double phase = 2 * M_PI * (double(fx * dx) / gxy + double(fy * dy) / gxy + double(fz * dz) / gz);
+              p += m.covariance_at(dx, dy, dz) * std::cos(phase);
+            }
+        p = std::max(p, 0.0);
+        power_sum += p;
+        amplitude[std::size_t((fz * gxy + fy) * gxy + fx)] = std::sqrt(p);
+      }
+  const int kw = 2 * kr + 1, kwz = 2 * krz + 1;
+  std::vector<double> kernel(std::size_t(kw * kw * kwz));
+  double kernel_energy = 0;
+  for (int kz = -krz; kz <= krz; ++kz)
+    for (int ky = -kr; ky <= kr; ++ky)
+      for (int kx = -kr; kx <= kr; ++kx) {
+        double k = 0;
+        for (int fz = 0; fz < gz; ++fz)
+          for (int fy = 0; fy < gxy; ++fy)
+            for (int fx = 0; fx < gxy; ++fx) {
+              const double phase = 2 * M_PI * (double(fx * kx) / gxy + double(fy * ky) / gxy + double(fz * kz) / gz);
+              k += amplitude[std::size_t((fz * gxy + fy) * gxy + fx)] * std::cos(phase);
+            }
+        k /= double(gxy * gxy * gz);
+        kernel[std::size_t(((kz + krz) * kw + (ky + kr)) * kw + (kx + kr))] = k;
+        kernel_energy += k * k;
+      }
+  // Restore the variance the cut lost.
+  const double target = power_sum / double(gxy * gxy * gz);
+  const double gain = kernel_energy > 0 ? std::sqrt(target / kernel_energy) : 0;
+  for (double& k : kernel) k *= gain;
+
+  // White noise on the volume grown by the kernel's reach, then shaped.
+  const i64 wx = dims.nx + 2 * kr, wy = dims.ny + 2 * kr, wz = dims.nz + 2 * krz;
+  std::vector<float> white(std::size_t(wx * wy * wz));
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  for (float& v : white) v = float(normal(rng));
+  Volume out(dims);
+  cpu::ThreadPool pool(hardware_threads());
+  pool.parallel_for(dims.nz * dims.ny, [&](i64 begin, i64 end) {
+    for (i64 row = begin; row < end; ++row) {
+      const i64 z = row / dims.ny, y = row % dims.ny;
+      for (i64 x = 0; x < dims.nx; ++x) {
+        const i64 i = (z * dims.ny + y) * dims.nx + x;
+        if (mask != nullptr && (*mask)[std::size_t(i)] == 0) {
+          out.data()[i] = 0;
+          continue;
+        }
+        double acc = 0;
+        for (int kz = 0; kz < kwz; ++kz)
+          for (int ky = 0; ky < kw; ++ky) {
+            const float* w = white.data() + ((z + kz) * wy + (y + ky)) * wx + x;
+            const double* k = kernel.data() + (kz * kw + ky) * kw;
+            for (int kx = 0; kx < kw; ++kx) acc += k[kx] * w[kx];
+          }
+        out.data()[i] = float(acc);
+      }
+    }
+  });
+  return out;
+}
+
+}  // namespace ctd

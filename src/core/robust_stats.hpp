@@ -1,0 +1,80 @@
+#pragma once
+// Robust statistics shared by the noise estimators (noise.cpp, noise_model.cpp).
+
+#include <ctdenoise/noise.hpp>
+#include <ctdenoise/volume.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+namespace ctd::detail {
+
+// Padding values: values that fill at least 1% of the voxels and at least 10 times as many as any
+// of the three nearest values on either side, i.e. spikes in the histogram (-3024 HU outside a
+// CT's field of view, air clipped at the lowest stored value), not merely common values of
+// quantised data. Counted on a sample of at most a million voxels. Largest spike first.
+inline std::vector<float> find_padding(ConstVolumeView<float> in) {
+  using i64 = std::int64_t;
+  const i64 n = in.dims.count();
+  const i64 step = std::max<i64>(1, n / 1000000);
+  std::vector<float> sample;
+  for (i64 i = 0; i < n; i += step) sample.push_back(in.data[i]);
+  std::sort(sample.begin(), sample.end());
+  std::vector<std::pair<float, std::size_t>> runs;  // (value, count) in increasing value
+  for (std::size_t i = 0; i < sample.size();) {
+    std::size_t j = i;
+    while (j < sample.size() && sample[j] == sample[i]) ++j;
+    runs.emplace_back(sample[i], j - i);
+    i = j;
+  }
+  std::vector<std::pair<std::size_t, float>> spikes;  // (count, value)
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    if (runs[i].second * 100 < sample.size() || runs[i].second < 2) continue;
+    std::size_t neighbours = 0;
+    for (std::size_t j = i >= 3 ? i - 3 : 0; j <= std::min(runs.size() - 1, i + 3); ++j) {
+      if (j != i) neighbours = std::max(neighbours, runs[j].second);
+    }
+    if (runs[i].second >= 10 * neighbours) spikes.emplace_back(runs[i].second, runs[i].first);
+  }
+  std::sort(spikes.rbegin(), spikes.rend());
+  std::vector<float> values;
+  for (const auto& spike : spikes) values.push_back(spike.second);
+  return values;
+}
+
+inline double median(std::vector<double>& v) {
+  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  return *mid;
+}
+
+// 1.4826 x MAD, then refined as the standard deviation of the residuals within 3 sigma of the
+// median (corrected for that truncation): the MAD alone drifts up when edges add outliers.
+inline double robust_sigma(std::vector<double> values) {
+  const double m = median(values);
+  std::vector<double> deviations(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) deviations[i] = std::fabs(values[i] - m);
+  double sigma = 1.4826 * median(deviations);
+  constexpr double kTruncatedStd = 0.986581;  // std of a unit normal cut at +-3
+  for (int iteration = 0; iteration < 3 && sigma > 0; ++iteration) {
+    double sum2 = 0;
+    std::size_t kept = 0;
+    for (double v : values) {
+      const double dv = v - m;
+      if (std::fabs(dv) <= 3 * sigma) {
+        sum2 += dv * dv;
+        ++kept;
+      }
+    }
+    sigma = std::sqrt(sum2 / double(kept)) / kTruncatedStd;
+  }
+  return sigma;
+}
+
+// estimate_noise with the padding values given (the whole image's, when `in` is a part of it).
+NoiseEstimate estimate_noise_without(ConstVolumeView<float> in, NoiseEstimator estimator,
+                                     const std::vector<float>& padding);
+
+}  // namespace ctd::detail
