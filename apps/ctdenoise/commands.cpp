@@ -4,6 +4,7 @@
 #include "progress.hpp"
 #include "report.hpp"
 
+#include <ctdenoise/auto_params.hpp>
 #include <ctdenoise/metrics.hpp>
 #include <ctdenoise/noise.hpp>
 
@@ -13,6 +14,7 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <optional>
 
 namespace ctd::cli {
@@ -95,6 +97,7 @@ struct FilterJob {
   json parameters;
   std::string description;  // for DICOM DerivationDescription
   std::function<FilterRun(const io::Image& in, Volume& out, const ExecContext&)> filter;
+  std::map<std::string, double> timings;  // stages before the filter (e.g. "auto"), seconds
 };
 
 void run_filter(const InputOptions& input, const RunOptions& run, FilterJob& job,
@@ -160,6 +163,7 @@ void run_filter(const InputOptions& input, const RunOptions& run, FilterJob& job
           {"statistics", to_json(statistics(output))}}},
         {"timings_s", {{"read", read_s}, {"filter", filter_s}, {"write", write_s}, {"total", seconds_since(start)}}},
     };
+    for (const auto& [stage, seconds] : job.timings) report["timings_s"][stage] = seconds;
     if (result.device == Device::Cuda) report["gpu"] = cuda_device_name();
     if (!result.details.empty()) report["details"] = result.details;
     if (!run.preview.empty()) report["preview"] = run.preview;
@@ -254,9 +258,59 @@ BilateralParams BilateralOptions::resolve() const {
   return p;
 }
 
+namespace {
+
+// What an automatic choice did, for the JSON report.
+json auto_json(const AutoChoice& c) {
+  json curve = json::array();
+  for (const RiskPoint& p : c.curve) curve.push_back({{"value", p.value}, {"estimated_mse", p.mse}});
+  return {{"method", "Monte Carlo SURE with the image's noise covariance"},
+          {"optimum", c.optimum},
+          {"strength", c.strength},
+          {"value", c.value},
+          {"noisy_mse", c.noisy_mse},
+          {"noise_share", c.noise_share},
+          {"risk_curve", curve},
+          {"sample_dims", {c.sample.nx, c.sample.ny, c.sample.nz}},
+          {"seconds", c.seconds}};
+}
+
+// The noise model the automatic parameters used, for the report.
+json noise_model_json(const NoiseModel& m) {
+  return {{"sigma", m.sigma},
+          {"pseudo_residual_sigma", m.pseudo_residual_sigma},
+          {"correlation_lag1", {m.correlation(1, 0, 0), m.correlation(0, 1, 0), m.correlation(0, 0, 1)}},
+          {"correlation_lag2", {m.correlation(2, 0, 0), m.correlation(0, 2, 0)}},
+          {"flat_blocks", m.flat_blocks}};
+}
+
+void check_strength(double strength, bool any_auto, const char* what) {
+  if (!(std::isfinite(strength) && strength > 0)) invalid(fmt::format("--strength must be a number > 0, got {}", strength));
+  if (strength != 1 && !any_auto) invalid(fmt::format("--strength scales the automatic {0}; use {0} auto with it", what));
+}
+
+// Runs an automatic choice behind its own progress bar ("nlm: choosing h").
+template <class F>
+AutoChoice choose_with_progress(const std::string& label, const RunOptions& run, const ExecContext& base, F&& choose) {
+  ProgressBar bar(label, progress_wanted(run.quiet));
+  ExecContext context = base;
+  context.progress = [&](double f) { bar.update(f); };
+  return choose(context);
+}
+
+ExecContext run_context(const RunOptions& run) {
+  ExecContext context;
+  context.device = device_from_string(run.device);
+  context.threads = run.threads;
+  return context;
+}
+
+}  // namespace
+
 void run_nlm(const InputOptions& input, const RunOptions& run, const NlmOptions& options) {
   NlmParams p = options.resolve();
   const bool auto_h = options.h == "auto", auto_sigma = options.noise_sigma == "auto";
+  check_strength(options.strength, auto_h, "--h");
   FilterJob job;
   job.command = "nlm";
   job.filter = [&](const io::Image& in, Volume& out, const ExecContext& context) {
@@ -264,25 +318,41 @@ void run_nlm(const InputOptions& input, const RunOptions& run, const NlmOptions&
   };
   run_filter(input, run, job, [&](const io::Image& image) {
     if (auto_h || auto_sigma) {
-      const NoiseEstimate noise = estimate_noise(image.volume.view());
-      if (auto_h) p.h = float(kAutoHPerNoiseSigma * noise.sigma);
-      if (auto_sigma) p.noise_sigma = float(noise.sigma);
-      job.parameters["noise_sigma_estimate"] = noise.sigma;
-      if (!(p.h > 0)) invalid("--h auto: the image shows no noise (estimated sigma 0); give --h");
-      if (!run.quiet) fmt::print("nlm: noise sigma {:.4g} (estimated), h = {:.4g}\n", noise.sigma, p.h);
+      const NoiseModel noise = estimate_noise_model(image.volume.view());
+      job.parameters["noise_model"] = noise_model_json(noise);
+      if (auto_sigma) p.noise_sigma = float(auto_nlm_noise_sigma(noise, p, image.volume.dims()));
+      if (auto_h) {
+        const AutoChoice choice = choose_with_progress("nlm: choosing h", run, run_context(run), [&](const ExecContext& c) {
+          return auto_nlm_h(image.volume.view(), p, noise, c, options.strength);
+        });
+        p.h = float(choice.value);
+        job.parameters["h_auto"] = auto_json(choice);
+        job.timings["auto"] = choice.seconds;
+      }
+      if (!run.quiet) {
+        fmt::print("nlm: noise sigma {:.4g} (lag-1 correlation {:.2f}), {}h = {:.4g}{}\n", noise.sigma,
+                   noise.correlation(1, 0, 0), auto_sigma ? fmt::format("noise_sigma = {:.4g}, ", p.noise_sigma) : "",
+                   p.h, auto_h ? fmt::format(" (least estimated risk{})", options.strength != 1 ? fmt::format(" x strength {}", options.strength) : "") : "");
+      }
     }
     job.parameters.update({{"search_radius", p.search_radius}, {"patch_radius", p.patch_radius}, {"h", p.h},
-                           {"h_auto", auto_h}, {"noise_sigma", p.noise_sigma}, {"patch_kernel", options.patch_kernel},
+                           {"strength", options.strength}, {"noise_sigma", p.noise_sigma},
+                           {"noise_sigma_auto", auto_sigma}, {"patch_kernel", options.patch_kernel},
                            {"distance", options.distance}, {"centre_weight", options.centre_weight},
                            {"algorithm", options.algorithm}});
+    if (!auto_h) job.parameters["h_auto"] = false;
     if (p.patch_kernel == PatchKernel::Gaussian) job.parameters["patch_sigma"] = p.patch_sigma;
-    job.description = fmt::format("ctdenoise {} nlm search_radius={} patch_radius={} h={} noise_sigma={} distance={}",
-                                  CTD_VERSION, p.search_radius, p.patch_radius, p.h, p.noise_sigma, options.distance);
+    job.description = fmt::format("ctdenoise {} nlm search_radius={} patch_radius={} h={:.4g}{} noise_sigma={:.4g} distance={}",
+                                  CTD_VERSION, p.search_radius, p.patch_radius, p.h,
+                                  auto_h ? fmt::format(" (auto, strength {})", options.strength) : "", p.noise_sigma,
+                                  options.distance);
   });
 }
 
 void run_bilateral(const InputOptions& input, const RunOptions& run, const BilateralOptions& options) {
   BilateralParams p = options.resolve();
+  const bool auto_range = options.sigma_range == "auto";
+  check_strength(options.strength, auto_range, "--sigma-range");
   FilterJob job;
   job.command = "bilateral";
   job.filter = [&](const io::Image& in, Volume& out, const ExecContext& context) {
@@ -291,28 +361,39 @@ void run_bilateral(const InputOptions& input, const RunOptions& run, const Bilat
   // The window depends on the image's spacing (sigma in mm) and dimensionality.
   run_filter(input, run, job, [&](const io::Image& image) {
     p.spacing = image.volume.geometry.spacing;
-    if (options.sigma_range == "auto") {
-      const NoiseEstimate noise = estimate_noise(image.volume.view());
-      p.sigma_range = float(kAutoSigmaRangePerNoiseSigma * noise.sigma);
-      job.parameters["noise_sigma_estimate"] = noise.sigma;
-      if (!(p.sigma_range > 0)) invalid("--sigma-range auto: the image shows no noise (estimated sigma 0); give --sigma-range");
-      if (!run.quiet) fmt::print("bilateral: noise sigma {:.4g} (estimated), sigma_range = {:.4g}\n", noise.sigma, p.sigma_range);
+    if (auto_range) {
+      const NoiseModel noise = estimate_noise_model(image.volume.view());
+      job.parameters["noise_model"] = noise_model_json(noise);
+      const AutoChoice choice =
+          choose_with_progress("bilateral: choosing sigma_range", run, run_context(run), [&](const ExecContext& c) {
+            return auto_bilateral_sigma_range(image.volume.view(), p, noise, c, options.strength);
+          });
+      p.sigma_range = float(choice.value);
+      job.parameters["sigma_range_auto"] = auto_json(choice);
+      job.timings["auto"] = choice.seconds;
+      if (!run.quiet) {
+        fmt::print("bilateral: noise sigma {:.4g} (lag-1 correlation {:.2f}), sigma_range = {:.4g} (least estimated risk{})\n",
+                   noise.sigma, noise.correlation(1, 0, 0), p.sigma_range,
+                   options.strength != 1 ? fmt::format(" x strength {}", options.strength) : "");
+      }
+    } else {
+      job.parameters["sigma_range_auto"] = false;
     }
     const auto r = bilateral_radius(p, image.volume.dims());
     job.parameters.update({{"sigma_spatial", p.sigma_spatial},
-                      {"sigma_spatial_unit", p.spatial_unit == SpatialUnit::Voxel ? "voxel" : "mm"},
-                      {"sigma_range", p.sigma_range},
-                      {"radius", r},
-                      {"sigma_range_auto", options.sigma_range == "auto"},
-                      {"algorithm", options.algorithm}});
+                           {"sigma_spatial_unit", p.spatial_unit == SpatialUnit::Voxel ? "voxel" : "mm"},
+                           {"sigma_range", p.sigma_range},
+                           {"strength", options.strength},
+                           {"radius", r},
+                           {"algorithm", options.algorithm}});
     if (p.algorithm == BilateralAlgorithm::Compressive) {
       job.parameters["accuracy_db"] = p.accuracy_db;
       job.parameters["terms"] = p.terms;
       job.parameters["gaussian"] = options.gaussian;
     }
-    job.description = fmt::format("ctdenoise {} bilateral sigma_spatial={}{} sigma_range={} radius={},{},{}", CTD_VERSION,
+    job.description = fmt::format("ctdenoise {} bilateral sigma_spatial={}{} sigma_range={:.4g}{} radius={},{},{}", CTD_VERSION,
                                   p.sigma_spatial, p.spatial_unit == SpatialUnit::Voxel ? "vox" : "mm", p.sigma_range,
-                                  r[0], r[1], r[2]);
+                                  auto_range ? fmt::format(" (auto, strength {})", options.strength) : "", r[0], r[1], r[2]);
   });
 }
 

@@ -42,7 +42,8 @@ struct RunOptions {
 
 struct NlmOptions {
   NlmParams params;
-  std::string h = "auto", noise_sigma = "0";  // numbers, or "auto": from the image's noise estimate
+  std::string h = "auto", noise_sigma = "0";  // numbers, or "auto": from the image's noise model
+  double strength = 1;                        // multiplies the automatic h
   std::string patch_kernel = "uniform", distance = "l2", centre_weight = "formula", algorithm = "auto";
   NlmParams resolve() const;  // the names above parsed into params; throws InvalidArgument
 };
@@ -50,7 +51,8 @@ struct NlmOptions {
 struct BilateralOptions {
   float sigma_spatial = 0, sigma_spatial_mm = 0, accuracy_db = 50;
   int terms = 0;
-  std::string sigma_range = "auto";  // a number, or "auto": from the image's noise estimate
+  std::string sigma_range = "auto";  // a number, or "auto": least estimated risk for the image
+  double strength = 1;               // multiplies the automatic sigma_range
   std::string radius, algorithm = "auto", gaussian = "direct";
   BilateralParams resolve() const;  // spacing is filled in from the image later
 };

@@ -57,21 +57,23 @@ int main(int argc, char** argv) {
 
   NlmOptions nlm;
   auto* nlm_cmd = app.add_subcommand("nlm", "Non-local means: denoise INPUT into OUTPUT");
-  nlm_cmd->add_option("--h", nlm.h, "Filtering strength h in image units (HU for CT), > 0, or auto (2.8 x the "
-                                     "estimated noise sigma)")
+  nlm_cmd->add_option("--h", nlm.h, "Filtering strength h in image units (HU for CT), > 0, or auto (the h of least "
+                                     "estimated error for this image's noise, docs/parameters.md)")
+      ->capture_default_str();
+  nlm_cmd->add_option("--strength", nlm.strength, "Multiplies the automatic h: > 1 smooths more, < 1 less")
       ->capture_default_str();
   nlm_cmd->add_option("--search-radius", nlm.params.search_radius, "Search window half-width in voxels: (2r+1)^dim")
       ->capture_default_str();
   nlm_cmd->add_option("--patch-radius", nlm.params.patch_radius, "Patch half-width in voxels: (2r+1)^dim")
       ->capture_default_str();
   nlm_cmd->add_option("--noise-sigma", nlm.noise_sigma,
-                      "Noise standard deviation in image units, or auto (estimated); subtracts 2 sigma^2 from patch "
-                      "distances")
+                      "Noise standard deviation in image units, or auto (from the noise model); subtracts 2 sigma^2 "
+                      "from patch distances")
       ->capture_default_str();
   nlm_cmd->add_option("--patch-kernel", nlm.patch_kernel, "Patch weighting: uniform or gaussian")->capture_default_str();
   nlm_cmd->add_option("--patch-sigma", nlm.params.patch_sigma, "Width of the gaussian patch kernel in voxels")
       ->capture_default_str();
-  nlm_cmd->add_option("--distance", nlm.distance, "Patch distance: l2, or l1 (seed 003's weighted L1)")
+  nlm_cmd->add_option("--distance", nlm.distance, "Patch distance: l2, or l1 (Zhang et al.'s weighted L1)")
       ->capture_default_str();
   nlm_cmd->add_option("--centre-weight", nlm.centre_weight, "Weight of the voxel itself: formula (1) or max")
       ->capture_default_str();
@@ -83,7 +85,10 @@ int main(int argc, char** argv) {
   bf_cmd->add_option("--sigma-spatial", bf.sigma_spatial, "Spatial Gaussian sigma in voxels");
   bf_cmd->add_option("--sigma-spatial-mm", bf.sigma_spatial_mm, "Spatial Gaussian sigma in mm (uses the voxel spacing)");
   bf_cmd->add_option("--sigma-range", bf.sigma_range,
-                     "Range Gaussian sigma in image units (HU for CT), > 0, or auto (5.5 x the estimated noise sigma)")
+                     "Range Gaussian sigma in image units (HU for CT), > 0, or auto (the value of least estimated "
+                     "error for this image's noise)")
+      ->capture_default_str();
+  bf_cmd->add_option("--strength", bf.strength, "Multiplies the automatic sigma_range: > 1 smooths more, < 1 less")
       ->capture_default_str();
   bf_cmd->add_option("--radius", bf.radius, "Window half-width in voxels: R or RX,RY,RZ (default ceil(3 sigma / spacing))");
   bf_cmd->add_option("--algorithm", bf.algorithm, "Variant: auto, direct (exact, CPU), naive, tiled, fused (exact, CUDA), compressive (approximate, CPU and CUDA)")

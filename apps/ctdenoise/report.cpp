@@ -30,6 +30,15 @@ Statistics statistics(const Volume& volume) {
 
 nlohmann::json noise_json(const Volume& volume) {
   nlohmann::json j = nlohmann::json::object();
+  try {
+    const NoiseModel m = estimate_noise_model(volume.view());
+    j["model"] = {{"sigma", m.sigma},
+                  {"correlation_lag1", {m.correlation(1, 0, 0), m.correlation(0, 1, 0), m.correlation(0, 0, 1)}},
+                  {"correlation_lag2", {m.correlation(2, 0, 0), m.correlation(0, 2, 0)}},
+                  {"flat_blocks", m.flat_blocks}};
+  } catch (const Error&) {
+    // too small to model: leave it out
+  }
   for (auto method : {NoiseEstimator::PseudoResidual, NoiseEstimator::WaveletMad}) {
     try {
       const NoiseEstimate e = estimate_noise(volume.view(), method);
@@ -88,6 +97,18 @@ std::string format_image(const io::ImageInfo& info, const Volume& volume) {
                        noise["pseudo-residual"]["sigma"].get<double>(), noise["wavelet-mad"]["sigma"].get<double>(),
                        noise.contains("padding_value")
                            ? fmt::format("; padding {:.6g} left out", noise["padding_value"].get<double>())
+                           : "");
+  }
+  if (noise.contains("model")) {
+    const auto& m = noise["model"];
+    out += fmt::format("noise model: sigma {:.4g} per voxel; correlation with the next voxel {:.2f} (x), {:.2f} (y){}, two "
+                       "voxels away {:.2f} (x), {:.2f} (y){}\n",
+                       m["sigma"].get<double>(), m["correlation_lag1"][0].get<double>(),
+                       m["correlation_lag1"][1].get<double>(),
+                       volume.dims().is_2d() ? "" : fmt::format(", {:.2f} (z)", m["correlation_lag1"][2].get<double>()),
+                       m["correlation_lag2"][0].get<double>(), m["correlation_lag2"][1].get<double>(),
+                       std::fabs(m["correlation_lag1"][0].get<double>()) < 0.1 && std::fabs(m["correlation_lag1"][1].get<double>()) < 0.1
+                           ? " (nearly white)"
                            : "");
   }
   for (const auto& [key, value] : info.attributes) out += fmt::format("{:<24}{}\n", key + ":", value);

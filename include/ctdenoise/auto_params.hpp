@@ -35,7 +35,9 @@ struct AutoChoice {
   double value = 0;     // what to use: optimum x strength
   double optimum = 0;   // the value of least estimated risk
   double strength = 1;  // the multiplier asked for
-  double noisy_mse = 0; // the risk of not filtering: the mean noise variance of the sample
+  double noisy_mse = 0; // the risk of not filtering: the noise variance (after noise_share)
+  double noise_share = 1;  // the share of the model's noise variance the image was found to hold
+                           // (< 1 when the model read anatomy as noise; docs/parameters.md)
   NoiseModel noise;
   std::vector<RiskPoint> curve;  // every value tried, in increasing order
   Dims sample;                   // the sample the filter ran on

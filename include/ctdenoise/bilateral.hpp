@@ -67,10 +67,7 @@ CompressiveSettings compressive_settings(const BilateralParams& params, double v
 // Throws ctd::Error(InvalidArgument) naming the field and value; never clamps.
 void validate(const BilateralParams& params);
 
-// sigma_range chosen from the image's noise level (estimate_noise, pseudo-residuals):
-// sigma_range = 5.5 sigma, from the same sweep as NLM's h with sigma_spatial = 1.5 voxels
-// (docs/parameters.md): within 0.3 dB PSNR of the best there.
-constexpr double kAutoSigmaRangePerNoiseSigma = 5.5;
+// sigma_range chosen for the image: ctdenoise/auto_params.hpp.
 
 // The window half-widths the filter uses for a volume of these dims (z = 0 for 2D images).
 std::array<int, 3> bilateral_radius(const BilateralParams& params, const Dims& dims);

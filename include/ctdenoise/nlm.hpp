@@ -56,10 +56,7 @@ struct NlmParams {
 // Throws ctd::Error(InvalidArgument) naming the field and value; never clamps.
 void validate(const NlmParams& params);
 
-// h chosen from the image's noise level (estimate_noise, pseudo-residuals): h = 2.8 sigma. The
-// factor came from a sweep on real CT with simulated low-dose noise at three doses, with the
-// default radii (docs/parameters.md); it lands within 0.3 dB PSNR of the best h there.
-constexpr double kAutoHPerNoiseSigma = 2.8;
+// h chosen for the image: ctdenoise/auto_params.hpp.
 
 // Filters `in` into `out` (same dims; may be the same memory). Host memory; on CUDA this uploads,
 // runs, downloads and synchronises.

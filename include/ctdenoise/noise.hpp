@@ -43,12 +43,14 @@ double padding_value(ConstVolumeView<float> image);
 // counts as signal: it is the low-frequency part of the noise, which neither filter removes.
 struct NoiseModel {
   double sigma = 0;                  // standard deviation of one voxel's noise, image units
-  double pseudo_residual_sigma = 0;  // estimate_noise's sigma, for comparison (equal for white noise)
+  double pseudo_residual_sigma = 0;  // estimate_noise's sigma (equal for white noise); sigma <= 1.5 x this
   int radius_xy = 0, radius_z = 0;   // lags measured (radius_z = 0 for 2D images and under 3 slices)
   std::vector<double> covariance;    // C at (dx, dy, dz), x fastest, each from -radius to +radius
   std::int64_t samples = 0;          // second differences per lag the model rests on
   std::int64_t flat_blocks = 0;      // 16 x 16 blocks it was read in
   double excluded_value = 0;         // padding left out, or NaN
+  bool fell_back_to_white = false;   // the measured level was not believed (over 1.5 x the pseudo-residual
+                                     // sigma: anatomy read as noise); white noise of that sigma instead
 
   // C(dx, dy, dz); 0 outside the measured lags.
   double covariance_at(int dx, int dy, int dz) const noexcept;
@@ -58,8 +60,9 @@ struct NoiseModel {
   double semivariance(int dx, int dy, int dz) const noexcept { return covariance_at(0, 0, 0) - covariance_at(dx, dy, dz); }
 };
 
-// Measures the model from the image. Throws InvalidArgument when the image is too small (under
-// 13 x 13 voxels in-plane) or has too few usable voxels.
+// Measures the model from the image. Images too small (or too padded) for a 16 x 16 block to be
+// judged get white noise of the pseudo-residual sigma (fell_back_to_white). Throws
+// InvalidArgument when even that cannot be estimated (fewer than 16 usable residuals).
 NoiseModel estimate_noise_model(ConstVolumeView<float> image);
 
 // Gaussian noise of the model's covariance (as nearly as a non-negative spectrum allows), on a volume of `dims`, voxels whose `mask` entry is 0 (when a

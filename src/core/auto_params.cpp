@@ -114,11 +114,21 @@ AutoChoice choose(ConstVolumeView<float> image, const NoiseModel& noise, double 
   choice.strength = strength;
   choice.sample = sd;
   choice.noisy_mse = c0;
-  std::map<double, double> risk;  // k (log2 of value / scale) -> SURE per voxel
+  // Per k (log2 of value / scale): the residual |f - y|^2 and the Monte Carlo tr(C J), per voxel.
+  struct Terms {
+    double residual, divergence;
+  };
+  std::map<double, Terms> terms;
+  double alpha = 1;  // the share of the model's noise the image can hold (see below)
+  auto risk = [&](const Terms& t) { return t.residual + alpha * (2 * t.divergence - c0); };
+  auto best_k = [&] {
+    return std::min_element(terms.begin(), terms.end(), [&](auto& a, auto& b2) { return risk(a.second) < risk(b2.second); })
+        ->first;
+  };
   constexpr int kPlannedEvaluations = 9;
   auto evaluate = [&](double k) {
-    if (risk.count(k)) return;
-    if (context.progress) context.progress(std::min(1.0, double(risk.size()) / kPlannedEvaluations));
+    if (terms.count(k)) return;
+    if (context.progress) context.progress(std::min(1.0, double(terms.size()) / kPlannedEvaluations));
     const double value = scale * std::exp2(k);
     filter(sample.image.view(), f0.view(), value);
     filter(perturbed.view(), f1.view(), value);
@@ -129,22 +139,44 @@ AutoChoice choose(ConstVolumeView<float> image, const NoiseModel& noise, double 
       residual += r * r;
       divergence += double(b.data()[i]) * (double(f1.data()[i]) - f0.data()[i]);
     }
-    risk[k] = (residual + 2 * divergence / kEps) / double(counted) - c0;
+    terms[k] = {residual / double(counted), divergence / kEps / double(counted)};
+  };
+  // Coarse steps of 2x, extended while the least risk sits at an end, then half steps around it.
+  auto search = [&] {
+    for (int step = 0; step < 6; ++step) {
+      const double k = best_k();
+      if (k == terms.begin()->first) evaluate(k - 1);
+      else if (k == terms.rbegin()->first) evaluate(k + 1);
+      else break;
+    }
+    const double k = best_k();
+    evaluate(k - 0.5);
+    evaluate(k + 0.5);
   };
   for (int k = -2; k <= 2; ++k) evaluate(k);
-  for (int step = 0; step < 4; ++step) {
-    const auto best = std::min_element(risk.begin(), risk.end(), [](auto& a, auto& b2) { return a.second < b2.second; });
-    if (best->first == risk.begin()->first) evaluate(best->first - 1);
-    else if (best->first == risk.rbegin()->first) evaluate(best->first + 1);
-    else break;
+  search();
+  // Consistency: a noise model that claims more noise than the image holds (anatomy read as
+  // noise, e.g. in a resampled or already smooth scan) makes the estimated error at the best
+  // value implausibly small, even negative. A filter removes at most 95 % of the noise's mean
+  // square (13 dB), so the model's covariance is scaled by the largest alpha <= 1 that keeps every
+  // estimate at or above 5 % of alpha c0, and the search repeated.
+  constexpr double kLeastRiskShare = 0.05;
+  for (int round = 0; round < 3; ++round) {
+    double limit = 1;
+    for (const auto& [k, t] : terms) {
+      const double gain = kLeastRiskShare * c0 - (2 * t.divergence - c0);
+      if (gain > 0) limit = std::min(limit, t.residual / gain);
+    }
+    if (limit >= alpha * 0.999) break;
+    alpha = std::max(limit, 1e-3);
+    search();
   }
-  auto best = std::min_element(risk.begin(), risk.end(), [](auto& a, auto& b2) { return a.second < b2.second; });
-  const double k_best = best->first;
-  evaluate(k_best - 0.5);
-  evaluate(k_best + 0.5);
-  best = std::min_element(risk.begin(), risk.end(), [](auto& a, auto& b2) { return a.second < b2.second; });
+  std::vector<std::pair<double, double>> risks;  // (k, risk) in increasing k
+  for (const auto& [k, t] : terms) risks.emplace_back(k, risk(t));
+  const auto best = std::min_element(risks.begin(), risks.end(), [](auto& a, auto& b2) { return a.second < b2.second; });
   double k_opt = best->first;
-  if (best != risk.begin() && std::next(best) != risk.end()) {
+  if (best != risks.begin() && std::next(best) != risks.end()) {
+    // A parabola in log(value) through the best point and its neighbours.
     const auto lo = std::prev(best), hi = std::next(best);
     const double x0 = lo->first, x1 = best->first, x2 = hi->first;
     const double y0 = lo->second, y1 = best->second, y2 = hi->second;
@@ -154,7 +186,9 @@ AutoChoice choose(ConstVolumeView<float> image, const NoiseModel& noise, double 
     if (a > 0) k_opt = std::clamp(-bcoef / (2 * a), x0, x2);
   }
   if (context.progress) context.progress(1.0);
-  for (const auto& [k, r] : risk) choice.curve.push_back({scale * std::exp2(k), r});
+  for (const auto& [k, r] : risks) choice.curve.push_back({scale * std::exp2(k), r});
+  choice.noise_share = alpha;
+  choice.noisy_mse = alpha * c0;
   choice.optimum = scale * std::exp2(k_opt);
   choice.value = choice.optimum * strength;
   choice.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -19,10 +19,11 @@ namespace {
 
 using i64 = std::int64_t;
 
-constexpr int kLagRadiusXy = 5;      // in-plane lags of the model
-constexpr int kBlock = 16;           // in-plane size of the blocks judged flat or not
-constexpr i64 kMaxBlocks = 4096;     // blocks judged (evenly spread over larger images)
+constexpr int kLagRadiusXy = 4;      // in-plane lags of the model
+constexpr int kBlock = 8;            // in-plane size of the blocks judged flat or not
+constexpr i64 kMaxBlocks = 16384;    // blocks judged (evenly spread over larger images)
 constexpr i64 kMaxTriples = 400000;  // second differences pooled per lag, at most
+constexpr double kMaxGrain = 2.0;    // largest sigma / pseudo-residual sigma believed
 
 int hardware_threads() {
   const unsigned n = std::thread::hardware_concurrency();
@@ -47,10 +48,8 @@ double NoiseModel::correlation(int dx, int dy, int dz) const noexcept {
 
 NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
   const Dims d = in.dims;
-  if (d.nx < 2 * kLagRadiusXy + 3 || d.ny < 2 * kLagRadiusXy + 3 || d.nz < 1) {
-    throw Error(ErrorKind::InvalidArgument,
-                fmt::format("the noise model needs an image of at least {0}x{0} voxels in-plane, got {1}x{2}x{3}",
-                            2 * kLagRadiusXy + 3, d.nx, d.ny, d.nz));
+  if (d.nx < 1 || d.ny < 1 || d.nz < 1) {
+    throw Error(ErrorKind::InvalidArgument, fmt::format("image dimensions must be >= 1, got {}x{}x{}", d.nx, d.ny, d.nz));
   }
   NoiseModel m;
   m.radius_xy = kLagRadiusXy;
@@ -83,7 +82,7 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
 
   // Flat blocks: anatomy adds to the second differences wherever the image is not flat, so the
   // noise is read in the blocks whose activity (mean D^2 over the outer in-plane lags, 6 C(0) for
-  // noise alone) is low: within a factor 2 of the activity of the 10th percentile block. Not the
+  // noise alone) is low: within a factor 1.5 of the activity of the 10th percentile block. Not the
   // lowest blocks (smoothed or clipped background), not the most common ones (lung, bone and
   // edges outnumber flat tissue in many slices). Where the noise level varies (it is lower in
   // the air around a body than in its middle), this reads the quieter parts: under-reading the
@@ -129,15 +128,20 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
   for (double a : activity) {
     if (!std::isnan(a)) judged.push_back(a);
   }
-  if (judged.empty()) {
-    throw Error(ErrorKind::InvalidArgument,
-                fmt::format("too few usable voxels to model the noise ({}x{}x{} image)", d.nx, d.ny, d.nz));
-  }
+  // Too small (or too padded) for any block to be judged: white noise of the pseudo-residual sigma.
+  auto white = [&] {
+    m.fell_back_to_white = true;
+    m.sigma = m.pseudo_residual_sigma;
+    m.covariance.assign(std::size_t((2 * m.radius_xy + 1) * (2 * m.radius_xy + 1) * (2 * m.radius_z + 1)), 0.0);
+    m.covariance[m.covariance.size() / 2] = m.sigma * m.sigma;
+    return m;
+  };
+  if (judged.empty()) return white();
   const auto anchor = judged.begin() + std::ptrdiff_t(judged.size() / 10);
   std::nth_element(judged.begin(), anchor, judged.end());
   std::vector<Block> flat;
   for (std::size_t b = 0; b < blocks.size(); ++b) {
-    if (!std::isnan(activity[b]) && std::fabs(activity[b] - *anchor) <= std::log(2.0)) flat.push_back(blocks[b]);
+    if (!std::isnan(activity[b]) && std::fabs(activity[b] - *anchor) <= std::log(1.5)) flat.push_back(blocks[b]);
   }
   m.flat_blocks = i64(flat.size());
   // At most about kMaxTriples differences per lag: every step-th flat block.
@@ -165,11 +169,7 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
     }
   });
   m.samples = *std::min_element(pairs.begin(), pairs.end());
-  if (m.samples < 16) {
-    throw Error(ErrorKind::InvalidArgument,
-                fmt::format("too few usable voxels to model the noise ({} at some lag, {}x{}x{} image)", m.samples, d.nx,
-                            d.ny, d.nz));
-  }
+  if (m.samples < 16) return white();
 
   // Beyond the model's lags C = 0, so E[D^2] = 6 C(0) on the outer in-plane shell: its median gives
   // the noise variance. Inside, C(d) = (6 C(0) + 2 C(2d) - E[D(d)^2]) / 8, from the outside in.
@@ -177,7 +177,15 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
   for (std::size_t l = 0; l < lags.size(); ++l) {
     if (lags[l].dz == 0 && std::max(std::abs(lags[l].dx), std::abs(lags[l].dy)) == outer) shell.push_back(variance[l] / 6);
   }
-  const double c0 = detail::median(shell);
+  // A level over kMaxGrain x the pseudo-residual sigma (robust, and blind to anything coarser
+  // than one voxel) is not believed: smooth reconstruction kernels make the two differ, but a
+  // larger gap is more often anatomy read as noise at the outer lags (no flat blocks, or a
+  // resampled, already smooth scan), and then the measured correlation is anatomy's too. The
+  // model falls back to white noise of the pseudo-residual sigma: too little noise errs towards
+  // too little smoothing, never towards erased anatomy.
+  const double measured = detail::median(shell);
+  if (measured > kMaxGrain * kMaxGrain * m.pseudo_residual_sigma * m.pseudo_residual_sigma) return white();
+  const double c0 = measured;
   m.sigma = std::sqrt(c0);
   const int w = 2 * m.radius_xy + 1;
   m.covariance.assign(std::size_t(w * w * (2 * m.radius_z + 1)), 0.0);

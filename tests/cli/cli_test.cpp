@@ -168,22 +168,36 @@ TEST(Cli, SimulateMakesANoisierImageAndRecordsHow) {
   EXPECT_EQ(run(dir, "simulate clean.nii.gz x.nii.gz --fbp-window cosine").code, 2);
 }
 
-TEST(Cli, AutomaticParametersComeFromTheNoiseEstimate) {
+TEST(Cli, AutomaticParametersComeFromTheNoiseModelAndTheStrengthScalesThem) {
   TempDir dir;
   make_input(dir, "in.nii.gz");
   Result r = run(dir, "nlm in.nii.gz out.nii.gz --search-radius 2 --noise-sigma auto --json r.json");
   ASSERT_EQ(r.code, 0) << r.err;
   auto report = nlohmann::json::parse(slurp(dir / "r.json"));
-  const double sigma = report["parameters"]["noise_sigma_estimate"].get<double>();
-  EXPECT_GT(sigma, 1.0);
-  EXPECT_TRUE(report["parameters"]["h_auto"].get<bool>());
-  EXPECT_NEAR(report["parameters"]["h"].get<double>(), 2.8 * sigma, 1e-3 * sigma);
-  EXPECT_NEAR(report["parameters"]["noise_sigma"].get<double>(), sigma, 1e-3 * sigma);
-  r = run(dir, "bilateral in.nii.gz bf.nii.gz --sigma-spatial 1 --json b.json");
+  const auto& p = report["parameters"];
+  EXPECT_GT(p["noise_model"]["sigma"].get<double>(), 1.0);
+  EXPECT_GT(p["noise_sigma"].get<double>(), 0.0);
+  const double optimum = p["h_auto"]["optimum"].get<double>();
+  EXPECT_NEAR(p["h"].get<double>(), optimum, 1e-4 * optimum);
+  EXPECT_GE(p["h_auto"]["risk_curve"].size(), 7u);
+  EXPECT_EQ(p["strength"].get<double>(), 1.0);
+  EXPECT_GT(report["timings_s"]["auto"].get<double>(), 0.0);
+  // Twice the strength: twice the optimum (the choice is deterministic).
+  r = run(dir, "nlm in.nii.gz out2.nii.gz --search-radius 2 --noise-sigma auto --strength 2 --json r2.json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto p2 = nlohmann::json::parse(slurp(dir / "r2.json"))["parameters"];
+  EXPECT_NEAR(p2["h"].get<double>(), 2 * optimum, 1e-4 * optimum);
+  EXPECT_EQ(p2["h_auto"]["optimum"].get<double>(), optimum);
+  // A strength needs something automatic to scale, and must be positive.
+  EXPECT_EQ(run(dir, "nlm in.nii.gz o3.nii.gz --h 20 --strength 2").code, 2);
+  EXPECT_EQ(run(dir, "nlm in.nii.gz o3.nii.gz --strength 0").code, 2);
+  EXPECT_EQ(run(dir, "bilateral in.nii.gz o3.nii.gz --sigma-spatial 1 --sigma-range 30 --strength 2").code, 2);
+  r = run(dir, "bilateral in.nii.gz bf.nii.gz --sigma-spatial 1 --strength 0.5 --json b.json");
   ASSERT_EQ(r.code, 0) << r.err;
   report = nlohmann::json::parse(slurp(dir / "b.json"));
   EXPECT_NEAR(report["parameters"]["sigma_range"].get<double>(),
-              5.5 * report["parameters"]["noise_sigma_estimate"].get<double>(), 1e-2);
+              0.5 * report["parameters"]["sigma_range_auto"]["optimum"].get<double>(), 1e-3);
+  EXPECT_EQ(report["parameters"]["strength"].get<double>(), 0.5);
 }
 
 TEST(Cli, ConvertKeepsVoxelsAndGeometry) {
@@ -205,6 +219,7 @@ TEST(Cli, InfoDescribesAnImage) {
   EXPECT_NE(r.out.find("21 x 17 x 6"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("int16"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("noise:      sigma"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("noise model: sigma"), std::string::npos) << r.out;
   EXPECT_EQ(nlohmann::json::parse(slurp(dir / "info.json"))["spacing_mm"][2], 2.0);
 }
 

@@ -4,6 +4,7 @@
 #include "common/test_util.hpp"
 
 #include <ctdenoise/ctdenoise.hpp>
+#include <ctdenoise/auto_params.hpp>
 #include <ctdenoise/io.hpp>
 #include <ctdenoise/metrics.hpp>
 #include <ctdenoise/simulate.hpp>
@@ -258,40 +259,76 @@ TEST(RealData, NoiseEstimatesFindAddedNoiseWithinTenPercent) {
 
 namespace {
 
-// The acceptance test for automatic parameters: on a real CT slice with simulated
-// low-dose noise at three doses, the automatic h (and sigma_range) lands within 0.3 dB PSNR of
-// the best value of a sweep.
-TEST(RealData, AutomaticParametersLandWithinPointThreeDbOfTheSweepsBest) {
+// Method noise (input - output of the defaults) must look like noise, not anatomy: the local
+// amplitude of the difference must not follow the output's edges. The statistic is the
+// correlation of |difference| (3 x 3 mean) with the output's gradient magnitude; for pure noise it
+// is about 0, for a filter that erases anatomy it is clearly positive.
+double edge_correlation(const ctd::Volume& in, const ctd::Volume& out, float padding) {
+  const ctd::Dims d = in.dims();
+  std::vector<double> a, g;
+  for (std::int64_t z = 0; z < d.nz; ++z)
+    for (std::int64_t y = 1; y + 1 < d.ny; ++y)
+      for (std::int64_t x = 1; x + 1 < d.nx; ++x) {
+        double amp = 0;
+        bool ok = true;
+        for (int dy = -1; dy <= 1; ++dy)
+          for (int dx = -1; dx <= 1; ++dx) {
+            ok = ok && in.view()(x + dx, y + dy, z) != padding;
+            amp += std::fabs(double(in.view()(x + dx, y + dy, z)) - out.view()(x + dx, y + dy, z));
+          }
+        if (!ok) continue;
+        const double gx = out.view()(x + 1, y, z) - out.view()(x - 1, y, z), gy = out.view()(x, y + 1, z) - out.view()(x, y - 1, z);
+        a.push_back(amp / 9);
+        g.push_back(std::hypot(gx, gy));
+      }
+  double ma = 0, mg = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) ma += a[i], mg += g[i];
+  ma /= double(a.size());
+  mg /= double(g.size());
+  double sab = 0, saa = 0, sbb = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    sab += (a[i] - ma) * (g[i] - mg);
+    saa += (a[i] - ma) * (a[i] - ma);
+    sbb += (g[i] - mg) * (g[i] - mg);
+  }
+  return sab / std::sqrt(saa * sbb);
+}
+
+TEST(RealData, MethodNoiseOfTheDefaultsLooksLikeNoise) {
   CTD_REQUIRE_SHARED_DATA();
-  const ctd::Volume clean = ctd::io::read_image(data("dicom_wg04_ct1_ge/CT1_UNC.dcm")).volume;
-  const double range = 4278;  // max - min of CT1 in HU
-  for (double photons : {3e6, 1e6, 2e5}) {
-    ctd::LowDoseParams dose;
-    dose.photons = photons;
-    const ctd::Volume noisy = ctd::simulate_low_dose(clean, dose);
-    const double sigma = ctd::estimate_noise(noisy.view()).sigma;
-    ctd::Volume out(clean.dims());
-    auto nlm_psnr = [&](double factor) {
-      ctd::NlmParams p;
-      p.h = float(factor * sigma);
-      ctd::nlm(noisy.view(), out.view(), p);
-      return ctd::psnr(clean.view(), out.view(), range);
-    };
-    auto bf_psnr = [&](double factor) {
-      ctd::BilateralParams p;
-      p.sigma_spatial = 1.5f;
-      p.sigma_range = float(factor * sigma);
-      ctd::bilateral(noisy.view(), out.view(), p);
-      return ctd::psnr(clean.view(), out.view(), range);
-    };
-    double best_nlm = 0, best_bf = 0;
-    for (double f = 1.0; f <= 5.01; f += 0.2) best_nlm = std::max(best_nlm, nlm_psnr(f));
-    for (double f = 2.0; f <= 10.01; f += 0.5) best_bf = std::max(best_bf, bf_psnr(f));
-    const double auto_nlm = nlm_psnr(ctd::kAutoHPerNoiseSigma), auto_bf = bf_psnr(ctd::kAutoSigmaRangePerNoiseSigma);
-    EXPECT_GE(auto_nlm, best_nlm - 0.3) << "I0 " << photons << " sigma " << sigma;
-    EXPECT_GE(auto_bf, best_bf - 0.3) << "I0 " << photons << " sigma " << sigma;
-    RecordProperty("nlm_I0_" + std::to_string(int(photons)), fmt::format("auto {:.3f} best {:.3f}", auto_nlm, best_nlm));
-    RecordProperty("bf_I0_" + std::to_string(int(photons)), fmt::format("auto {:.3f} best {:.3f}", auto_bf, best_bf));
+  struct Scan {
+    const char* name;
+    ctd::Volume volume;
+  };
+  const ctd::Volume siemens = ctd::io::read_image(data("dicom_series_siemens_biograph_mct_20slices/uncompressed_derived")).volume;
+  ctd::Volume siemens_crop({192, 192, 6}, siemens.geometry);
+  for (std::int64_t z = 0; z < 6; ++z)
+    for (std::int64_t y = 0; y < 192; ++y)
+      for (std::int64_t x = 0; x < 192; ++x) siemens_crop.view()(x, y, z) = siemens.view()(160 + x, 160 + y, 7 + z);
+  const std::vector<Scan> scans = {
+      {"demo", ctd::io::read_image(std::filesystem::path(CTD_SOURCE_DIR) / "data/example_ct.nii.gz").volume},
+      {"siemens", siemens_crop},
+      {"ct1", ctd::io::read_image(data("dicom_wg04_ct1_ge/CT1_UNC.dcm")).volume},
+      {"catphan", ctd::io::read_image(data("dicom_catphan_philips_brilliance64/dicom_file01.dcm")).volume},
+  };
+  for (const Scan& scan : scans) {
+    ctd::NlmParams p;
+    p.search_radius = scan.volume.dims().is_2d() ? 5 : 2;
+    const ctd::AutoChoice choice = ctd::auto_nlm_h(scan.volume.view(), p);
+    ctd::Volume out(scan.volume.dims());
+    p.h = float(choice.value);
+    ctd::nlm(scan.volume.view(), out.view(), p);
+    const float padding = float(choice.noise.excluded_value);
+    const double method = edge_correlation(scan.volume, out, padding);
+    // The same statistic where anatomy is erased on purpose (h x 4) must be clearly larger.
+    p.h = float(4 * choice.value);
+    ctd::Volume smoothed(scan.volume.dims());
+    ctd::nlm(scan.volume.view(), smoothed.view(), p);
+    const double erased = edge_correlation(scan.volume, smoothed, padding);
+    EXPECT_LT(method, 0.2) << scan.name;
+    EXPECT_GT(erased, method + 0.05) << scan.name;
+    RecordProperty(scan.name, fmt::format("h {:.1f}: edge correlation {:.3f} (h x 4: {:.3f})", choice.value, method, erased));
+    std::printf("%s: h %.1f edge correlation %.3f (h x 4: %.3f)\n", scan.name, choice.value, method, erased);
   }
 }
 

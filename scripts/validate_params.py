@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""Regenerates the validation matrix of the automatic parameters in docs/parameters.md: runs
+build/validate_params (real CT of ../shared/data, several noise textures and levels, radii, 2D and
+3D, NLM and the bilateral filter) and writes the worst cases and the full table between the
+markers of docs/parameters.md.
+
+    scripts/setup.sh && python3 scripts/validate_params.py [--data ../shared/data] [--reduced]
+    python3 scripts/validate_params.py --from build/validation/full.json   # render an earlier run
+
+The full matrix takes about an hour on 2 cores; --reduced (what CI runs) about a minute."""
+import argparse, json, pathlib, subprocess, sys
+
+root = pathlib.Path(__file__).resolve().parent.parent
+begin, end = "<!-- validation:begin -->", "<!-- validation:end -->"
+
+
+def render(cases, partial_note):
+    lines = [begin, "", partial_note, ""]
+    for filt in ("nlm", "bilateral"):
+        rows = [c for c in cases if c["filter"] == filt]
+        if not rows:
+            continue
+        gap = lambda c: c["best"]["psnr"] - c["auto"]["psnr"]
+        sgap = lambda c: c["best"]["ssim"] - c["auto"]["ssim"]
+        worst = max(rows, key=gap)
+        worst_s = max(rows, key=sgap)
+        within = sum(1 for c in rows if gap(c) <= 0.5 and sgap(c) <= 0.005)
+        below = [c for c in rows if c["auto"]["psnr"] < c["noisy"]["psnr"] or c["auto"]["ssim"] < c["noisy"]["ssim"]]
+        lines += [f"**{'NLM' if filt == 'nlm' else 'Bilateral filter'}** ({len(rows)} cases): "
+                  f"{within} within 0.5 dB and 0.005 SSIM of the best of the sweep; "
+                  f"worst PSNR gap {gap(worst):.2f} dB ({worst['dim']} {worst['scan']}, {worst['texture']}, {worst['setting']}); "
+                  f"worst SSIM gap {sgap(worst_s):.4f} ({worst_s['dim']} {worst_s['scan']}, {worst_s['texture']}, {worst_s['setting']}); "
+                  f"below the noisy input: {len(below)}.", ""]
+    lines += ["| dim | scan | noise added | setting | model sigma | scan's own sigma | noisy PSNR / SSIM | auto value | auto PSNR / SSIM | best value | best PSNR / SSIM | gap dB / SSIM |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for c in cases:
+        lines.append(f"| {c['dim']} | {c['scan']} | {c['texture']} | {c['setting']} | {c['noise_sigma']:.1f} | {c['reference_noise_sigma']:.1f} | "
+                     f"{c['noisy']['psnr']:.2f} / {c['noisy']['ssim']:.4f} | {c['auto_value']:.1f} | {c['auto']['psnr']:.2f} / {c['auto']['ssim']:.4f} | "
+                     f"{c['best_value']:.1f} | {c['best']['psnr']:.2f} / {c['best']['ssim']:.4f} | "
+                     f"{c['auto']['psnr'] - c['best']['psnr']:+.2f} / {c['auto']['ssim'] - c['best']['ssim']:+.4f} |")
+    lines += ["", end]
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", default=str(root.parent / "shared" / "data"))
+    parser.add_argument("--reduced", action="store_true")
+    parser.add_argument("--from", dest="source", help="render this JSON instead of running the matrix")
+    parser.add_argument("--expected", type=int, default=0, help="cases of the full matrix (for a partial run's note)")
+    args = parser.parse_args()
+    if args.source:
+        out = pathlib.Path(args.source)
+    else:
+        out = root / "build" / "validation" / ("reduced.json" if args.reduced else "full.json")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        cmd = [str(root / "build" / "validate_params"), "--data", args.data, "--json", str(out)] + (["--reduced"] if args.reduced else [])
+        subprocess.run(cmd, check=True)
+    cases = json.loads(out.read_text())
+    note = f"{len(cases)} cases" + (f" of the {args.expected} of the full matrix (the run was cut short)" if args.expected and len(cases) < args.expected else "")
+    doc = root / "docs" / "parameters.md"
+    text = doc.read_text()
+    a, b = text.index(begin), text.index(end) + len(end)
+    doc.write_text(text[:a] + render(cases, note) + text[b:])
+    print(f"wrote {len(cases)} cases into docs/parameters.md", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

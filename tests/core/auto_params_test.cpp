@@ -1,0 +1,198 @@
+// The noise model and the automatic parameters, on synthetic images of known noise. The noise
+// here is made by the test itself (white, or white smoothed by a known kernel), the references
+// are computed from definitions, and the best strength comes from the test's own sweep.
+
+#include "common/test_util.hpp"
+
+#include <ctdenoise/auto_params.hpp>
+#include <ctdenoise/metrics.hpp>
+
+#include <random>
+
+namespace {
+
+using i64 = std::int64_t;
+
+// A CT-like phantom without noise: air, soft tissue with a gentle ramp, a bone disc, padding
+// outside a circular field of view.
+ctd::Volume phantom(ctd::Dims dims) {
+  ctd::Volume v(dims);
+  for (i64 z = 0; z < dims.nz; ++z)
+    for (i64 y = 0; y < dims.ny; ++y)
+      for (i64 x = 0; x < dims.nx; ++x) {
+        const double fx = (x - dims.nx / 2.0) / (dims.nx / 2.0), fy = (y - dims.ny / 2.0) / (dims.ny / 2.0);
+        double value = -1000;
+        if (fx * fx / 0.7 + fy * fy / 0.5 < 1) value = 40 + 20 * fx;
+        if ((fx - 0.25) * (fx - 0.25) + fy * fy < 0.04) value = 700;
+        if ((fx + 0.3) * (fx + 0.3) + (fy - 0.2) * (fy - 0.2) < 0.01) value = 120;
+        v.view()(x, y, z) = fx * fx + fy * fy > 0.97 ? -3024 : float(value);
+      }
+  return v;
+}
+
+// White noise of `sigma`, optionally smoothed along x by [1 4 1] / 6 (then scaled back to sigma).
+ctd::Volume add_noise(const ctd::Volume& clean, double sigma, bool correlated, std::uint32_t seed) {
+  const ctd::Dims d = clean.dims();
+  std::vector<double> white(std::size_t(d.count()));
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> normal(0, 1);
+  for (double& w : white) w = normal(rng);
+  ctd::Volume out = clean;
+  const double norm = std::sqrt(1.0 + 16.0 + 1.0) / 6.0;
+  for (i64 i = 0; i < d.count(); ++i) {
+    if (clean.data()[i] < -1024) continue;
+    double n = white[std::size_t(i)];
+    if (correlated) {
+      const i64 x = i % d.nx;
+      const double left = white[std::size_t(x > 0 ? i - 1 : i + 1)], right = white[std::size_t(x + 1 < d.nx ? i + 1 : i - 1)];
+      n = (left + 4 * n + right) / 6.0 / norm;
+    }
+    out.data()[i] = float(clean.data()[i] + sigma * n);
+  }
+  return out;
+}
+
+double empirical_correlation(const ctd::Volume& v, int dx, int dy) {
+  const ctd::Dims d = v.dims();
+  double sxy = 0, sxx = 0;
+  for (i64 z = 0; z < d.nz; ++z)
+    for (i64 y = 0; y + dy < d.ny; ++y)
+      for (i64 x = 0; x + dx < d.nx; ++x) {
+        const double a = v.view()(x, y, z), b = v.view()(x + dx, y + dy, z);
+        sxy += a * b;
+        sxx += a * a;
+      }
+  return sxy / sxx;
+}
+
+TEST(NoiseModel, WhiteNoiseIsMeasuredWhite) {
+  for (ctd::Dims dims : {ctd::Dims{256, 224, 1}, ctd::Dims{160, 144, 8}}) {
+    for (double sigma : {10.0, 40.0}) {
+      const ctd::Volume noisy = add_noise(phantom(dims), sigma, false, 3);
+      const ctd::NoiseModel m = ctd::estimate_noise_model(noisy.view());
+      EXPECT_NEAR(m.sigma, sigma, 0.07 * sigma) << "nz " << dims.nz;
+      EXPECT_NEAR(m.correlation(1, 0, 0), 0.0, 0.06);
+      EXPECT_NEAR(m.correlation(0, 1, 0), 0.0, 0.06);
+      EXPECT_NEAR(m.correlation(0, 0, 0), 1.0, 1e-9);
+      EXPECT_EQ(m.radius_z, dims.nz >= 3 ? 1 : 0);
+      EXPECT_EQ(m.excluded_value, -3024.0);
+      EXPECT_GT(m.flat_blocks, 4);
+      EXPECT_FALSE(m.fell_back_to_white);
+    }
+  }
+}
+
+TEST(NoiseModel, CorrelatedNoiseIsMeasuredWithItsCorrelation) {
+  // [1 4 1] / 6 along x: rho(1, 0) = 8 / 18, rho(2, 0) = 1 / 18, rho(0, 1) = 0.
+  const ctd::Volume noisy = add_noise(phantom({256, 224, 1}), 30, true, 5);
+  const ctd::NoiseModel m = ctd::estimate_noise_model(noisy.view());
+  EXPECT_NEAR(m.sigma, 30, 0.08 * 30);
+  EXPECT_NEAR(m.correlation(1, 0, 0), 8.0 / 18, 0.06);
+  EXPECT_NEAR(m.correlation(2, 0, 0), 1.0 / 18, 0.06);
+  EXPECT_NEAR(m.correlation(0, 1, 0), 0.0, 0.06);
+  EXPECT_LT(m.pseudo_residual_sigma, 0.9 * m.sigma);  // the neighbour-difference sigma under-reads it
+}
+
+TEST(NoiseModel, SynthesisedNoiseHasTheModelsCovariance) {
+  const ctd::Volume noisy = add_noise(phantom({256, 224, 1}), 30, true, 9);
+  const ctd::NoiseModel m = ctd::estimate_noise_model(noisy.view());
+  const ctd::Volume n = ctd::synthesize_noise(m, {200, 180, 1}, 11);
+  double sum2 = 0;
+  for (i64 i = 0; i < n.size(); ++i) sum2 += double(n.data()[i]) * n.data()[i];
+  EXPECT_NEAR(std::sqrt(sum2 / double(n.size())), m.sigma, 0.05 * m.sigma);
+  EXPECT_NEAR(empirical_correlation(n, 1, 0), m.correlation(1, 0, 0), 0.05);
+  EXPECT_NEAR(empirical_correlation(n, 0, 1), m.correlation(0, 1, 0), 0.05);
+  // The mask zeroes voxels; the seed fixes the noise.
+  std::vector<unsigned char> mask(std::size_t(n.size()), 1);
+  mask[5] = 0;
+  const ctd::Volume masked = ctd::synthesize_noise(m, {200, 180, 1}, 11, &mask);
+  EXPECT_EQ(masked.data()[5], 0.0f);
+  EXPECT_EQ(masked.data()[6], n.data()[6]);
+}
+
+TEST(NoiseModel, WithoutFlatRegionsItFallsBackToWhiteNoiseOfThePseudoResidualSigma) {
+  // A small phantom: every block holds an edge, so the outer lags read anatomy.
+  const ctd::Volume noisy = add_noise(phantom({96, 80, 1}), 10, false, 3);
+  const ctd::NoiseModel m = ctd::estimate_noise_model(noisy.view());
+  EXPECT_TRUE(m.fell_back_to_white);
+  EXPECT_EQ(m.sigma, m.pseudo_residual_sigma);
+  EXPECT_NEAR(m.sigma, 10, 1);
+  EXPECT_EQ(m.correlation(1, 0, 0), 0.0);
+}
+
+TEST(NoiseModel, SmallImagesGetWhiteNoiseAndTinyOnesAreRefused) {
+  const ctd::Volume small = testing_util::random_volume({21, 17, 6}, 1, 0, 60);
+  const ctd::NoiseModel m = ctd::estimate_noise_model(small.view());
+  EXPECT_TRUE(m.fell_back_to_white);
+  EXPECT_EQ(m.sigma, ctd::estimate_noise(small.view()).sigma);
+  const ctd::Volume tiny = testing_util::random_volume({3, 3, 1}, 1);
+  EXPECT_TRUE(testing_util::throws_kind([&] { ctd::estimate_noise_model(tiny.view()); }, ctd::ErrorKind::InvalidArgument));
+}
+
+// The best PSNR over a fine sweep of the filter's strength, by the test's own loop.
+template <class Run>
+double best_psnr(const ctd::Volume& clean, double centre, Run&& run) {
+  double best = -1e9;
+  for (int k = -12; k <= 12; ++k) best = std::max(best, ctd::psnr(clean.view(), run(centre * std::exp2(k / 6.0)).view(), 2000));
+  return best;
+}
+
+TEST(AutoParams, NlmAndBilateralLandNearTheBestStrength) {
+  struct Case {
+    ctd::Dims dims;
+    double sigma;
+    bool correlated;
+  };
+  for (const Case c : {Case{{192, 176, 1}, 20, false}, Case{{192, 176, 1}, 40, true}, Case{{112, 96, 8}, 30, false}}) {
+    const ctd::Volume clean = phantom(c.dims);
+    const ctd::Volume noisy = add_noise(clean, c.sigma, c.correlated, 21);
+    ctd::NlmParams nlm;
+    nlm.search_radius = c.dims.is_2d() ? 5 : 2;
+    const ctd::AutoChoice h = ctd::auto_nlm_h(noisy.view(), nlm);
+    auto run_nlm = [&](double value) {
+      ctd::Volume out(c.dims);
+      ctd::NlmParams p = nlm;
+      p.h = float(value);
+      ctd::nlm(noisy.view(), out.view(), p);
+      return out;
+    };
+    const double auto_psnr = ctd::psnr(clean.view(), run_nlm(h.value).view(), 2000);
+    EXPECT_GT(auto_psnr, best_psnr(clean, h.value, run_nlm) - 0.3) << "NLM nz " << c.dims.nz << " sigma " << c.sigma;
+    EXPECT_GT(auto_psnr, ctd::psnr(clean.view(), noisy.view(), 2000) + 3);
+    EXPECT_GE(h.curve.size(), 7u);
+
+    ctd::BilateralParams bf;
+    bf.sigma_spatial = 1.5f;
+    const ctd::AutoChoice r = ctd::auto_bilateral_sigma_range(noisy.view(), bf);
+    auto run_bf = [&](double value) {
+      ctd::Volume out(c.dims);
+      ctd::BilateralParams p = bf;
+      p.sigma_range = float(value);
+      ctd::bilateral(noisy.view(), out.view(), p);
+      return out;
+    };
+    EXPECT_GT(ctd::psnr(clean.view(), run_bf(r.value).view(), 2000), best_psnr(clean, r.value, run_bf) - 0.3)
+        << "bilateral nz " << c.dims.nz << " sigma " << c.sigma;
+  }
+}
+
+TEST(AutoParams, StrengthScalesTheOptimumAndBadInputIsRefused) {
+  const ctd::Volume noisy = add_noise(phantom({192, 176, 1}), 25, false, 4);
+  ctd::NlmParams p;
+  const ctd::AutoChoice one = ctd::auto_nlm_h(noisy.view(), p, ctd::ExecContext{}, 1.0);
+  const ctd::AutoChoice two = ctd::auto_nlm_h(noisy.view(), p, ctd::ExecContext{}, 2.0);
+  EXPECT_EQ(one.optimum, two.optimum);  // deterministic
+  EXPECT_DOUBLE_EQ(two.value, 2 * two.optimum);
+  EXPECT_DOUBLE_EQ(one.value, one.optimum);
+  for (double bad : {0.0, -1.0, std::nan("")}) {
+    EXPECT_TRUE(testing_util::throws_kind([&] { ctd::auto_nlm_h(noisy.view(), p, ctd::ExecContext{}, bad); }, ctd::ErrorKind::InvalidArgument));
+  }
+  // An image without noise has no automatic strength.
+  const ctd::Volume clean = phantom({192, 176, 1});
+  EXPECT_TRUE(testing_util::throws_kind([&] { ctd::auto_nlm_h(clean.view(), p); }, ctd::ErrorKind::InvalidArgument));
+  // noise_sigma = auto: 2 sigma^2 is the mean noise-only patch distance; for white noise, sigma.
+  const ctd::NoiseModel m = ctd::estimate_noise_model(noisy.view());
+  EXPECT_NEAR(ctd::auto_nlm_noise_sigma(m, p, noisy.dims()), m.sigma, 0.1 * m.sigma);
+}
+
+}  // namespace

@@ -1,0 +1,58 @@
+// The automatic parameters on the GPU: the same choice as on the CPU (the filters agree to
+// float rounding, so the risk curves do), in a fraction of the time.
+
+#include "common/test_util.hpp"
+
+#include <ctdenoise/auto_params.hpp>
+
+#include <chrono>
+#include <random>
+
+namespace {
+
+#define CTD_REQUIRE_CUDA_DEVICE() \
+  if (ctd::cuda_device_name().empty()) GTEST_SKIP() << "no CUDA device"
+
+ctd::Volume noisy_phantom(ctd::Dims dims, double sigma) {
+  ctd::Volume v(dims);
+  std::mt19937 rng(17);
+  std::normal_distribution<double> noise(0, sigma);
+  for (std::int64_t z = 0; z < dims.nz; ++z)
+    for (std::int64_t y = 0; y < dims.ny; ++y)
+      for (std::int64_t x = 0; x < dims.nx; ++x) {
+        const double fx = (x - dims.nx / 2.0) / (dims.nx / 2.0), fy = (y - dims.ny / 2.0) / (dims.ny / 2.0);
+        double value = -1000;
+        if (fx * fx / 0.7 + fy * fy / 0.5 < 1) value = 40 + 20 * fx;
+        if ((fx - 0.25) * (fx - 0.25) + fy * fy < 0.04) value = 700;
+        v.view()(x, y, z) = float(value + noise(rng));
+      }
+  return v;
+}
+
+TEST(AutoParamsCuda, ChoosesWhatTheCpuChooses) {
+  CTD_REQUIRE_CUDA_DEVICE();
+  for (ctd::Dims dims : {ctd::Dims{512, 512, 1}, ctd::Dims{256, 256, 64}}) {
+    const ctd::Volume noisy = noisy_phantom(dims, 30);
+    ctd::ExecContext cpu, gpu;
+    cpu.device = ctd::Device::Cpu;
+    gpu.device = ctd::Device::Cuda;
+    ctd::NlmParams nlm;
+    nlm.search_radius = dims.is_2d() ? 5 : 3;
+    const auto t0 = std::chrono::steady_clock::now();
+    const ctd::AutoChoice on_gpu = ctd::auto_nlm_h(noisy.view(), nlm, gpu);
+    const double gpu_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const ctd::AutoChoice on_cpu = ctd::auto_nlm_h(noisy.view(), nlm, cpu);
+    EXPECT_NEAR(on_gpu.value, on_cpu.value, 0.02 * on_cpu.value) << "nz " << dims.nz;
+    ctd::BilateralParams bf;
+    bf.sigma_spatial = 1.5f;
+    const ctd::AutoChoice bf_gpu = ctd::auto_bilateral_sigma_range(noisy.view(), bf, gpu);
+    const ctd::AutoChoice bf_cpu = ctd::auto_bilateral_sigma_range(noisy.view(), bf, cpu);
+    EXPECT_NEAR(bf_gpu.value, bf_cpu.value, 0.02 * bf_cpu.value) << "nz " << dims.nz;
+    std::printf("%lldx%lldx%lld: h %.3f (GPU) %.3f (CPU); auto on the GPU %.3f s (CPU %.3f s); sigma_range %.3f / %.3f\n",
+                (long long)dims.nx, (long long)dims.ny, (long long)dims.nz, on_gpu.value, on_cpu.value, gpu_s,
+                on_cpu.seconds, bf_gpu.value, bf_cpu.value);
+    RecordProperty("nz" + std::to_string(dims.nz), std::to_string(gpu_s) + " s on the GPU, " + std::to_string(on_cpu.seconds) + " s on the CPU");
+  }
+}
+
+}  // namespace
