@@ -460,8 +460,8 @@ void run_demo(const std::string& output_dir, RunOptions run) {
   NlmOptions nlm;
   nlm.params.search_radius = 3;
   nlm.params.patch_radius = 1;
-  nlm.h = "auto";  // from the volume's noise estimate
-  fmt::print("demo: non-local means on {} (search radius {}, patch radius {}, h from the noise estimate)\n",
+  nlm.h = "auto";  // least estimated error for the volume's own noise
+  fmt::print("demo: non-local means on {} (search radius {}, patch radius {}, h automatic)\n",
              input.path, nlm.params.search_radius, nlm.params.patch_radius);
   run_nlm(input, run, nlm);
 }

@@ -39,17 +39,17 @@ double padding_value(ConstVolumeView<float> image);
 // correlate it across z), so a neighbour-difference sigma alone misjudges it. The model holds
 // the noise covariance C(d) = E[n(p) n(p+d)] for lags |dx|, |dy| <= radius_xy, |dz| <= radius_z,
 // measured by second differences u(p+d) - 2u(p) + u(p-d) (blind to linear trends) in the image's
-// flattest 16 x 16 blocks (docs/parameters.md); C = 0 beyond. Correlation longer than radius_xy
+// flattest 8 x 8 blocks (docs/parameters.md); C = 0 beyond. Correlation longer than radius_xy
 // counts as signal: it is the low-frequency part of the noise, which neither filter removes.
 struct NoiseModel {
   double sigma = 0;                  // standard deviation of one voxel's noise, image units
-  double pseudo_residual_sigma = 0;  // estimate_noise's sigma (equal for white noise); sigma <= 1.5 x this
+  double pseudo_residual_sigma = 0;  // estimate_noise's sigma (equal for white noise); sigma <= 2 x this
   int radius_xy = 0, radius_z = 0;   // lags measured (radius_z = 0 for 2D images and under 3 slices)
   std::vector<double> covariance;    // C at (dx, dy, dz), x fastest, each from -radius to +radius
   std::int64_t samples = 0;          // second differences per lag the model rests on
-  std::int64_t flat_blocks = 0;      // 16 x 16 blocks it was read in
+  std::int64_t flat_blocks = 0;      // 8 x 8 blocks it was read in
   double excluded_value = 0;         // padding left out, or NaN
-  bool fell_back_to_white = false;   // the measured level was not believed (over 1.5 x the pseudo-residual
+  bool fell_back_to_white = false;   // the measured level was not believed (over 2 x the pseudo-residual
                                      // sigma: anatomy read as noise); white noise of that sigma instead
 
   // C(dx, dy, dz); 0 outside the measured lags.
@@ -60,14 +60,14 @@ struct NoiseModel {
   double semivariance(int dx, int dy, int dz) const noexcept { return covariance_at(0, 0, 0) - covariance_at(dx, dy, dz); }
 };
 
-// Measures the model from the image. Images too small (or too padded) for a 16 x 16 block to be
+// Measures the model from the image. Images too small (or too padded) for an 8 x 8 block to be
 // judged get white noise of the pseudo-residual sigma (fell_back_to_white). Throws
 // InvalidArgument when even that cannot be estimated (fewer than 16 usable residuals).
 NoiseModel estimate_noise_model(ConstVolumeView<float> image);
 
-// Gaussian noise of the model's covariance (as nearly as a non-negative spectrum allows), on a volume of `dims`, voxels whose `mask` entry is 0 (when a
-// mask is given) set to 0. For tests and for the automatic parameters' risk estimate;
-// deterministic for a seed.
+// Gaussian noise of the model's covariance (as nearly as a non-negative spectrum allows) on a
+// volume of `dims`; voxels whose `mask` entry is 0 (when a mask is given) are 0. For tests and
+// for the automatic parameters' risk estimate; deterministic for a seed.
 Volume synthesize_noise(const NoiseModel& model, const Dims& dims, std::uint64_t seed,
                         const std::vector<unsigned char>* mask = nullptr);
 

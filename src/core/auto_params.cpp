@@ -1,6 +1,8 @@
 // Automatic h and sigma_range by Monte Carlo SURE with the image's noise covariance
 // (include/ctdenoise/auto_params.hpp, docs/parameters.md).
 
+#include "core/robust_stats.hpp"
+
 #include <ctdenoise/auto_params.hpp>
 #include <ctdenoise/error.hpp>
 
@@ -26,7 +28,60 @@ using i64 = std::int64_t;
 struct Sample {
   Volume image;
   std::vector<unsigned char> mask;
+  std::vector<float> level;  // the local noise sigma at each voxel (see measure_levels)
 };
+
+// var(pseudo-residual) / sigma^2 under the model's correlation: what estimate_noise reads of it.
+double pseudo_residual_gain(const NoiseModel& m) {
+  struct Lag {
+    int dx, dy, dz;
+  };
+  std::vector<Lag> faces = {{1, 0, 0}, {-1, 0, 0}, {0, 1, 0}, {0, -1, 0}};
+  if (m.radius_z > 0) faces.insert(faces.end(), {{0, 0, 1}, {0, 0, -1}});
+  const double n = double(faces.size());
+  double v = 1;
+  for (const Lag& a : faces) {
+    v -= 2 / n * m.correlation(a.dx, a.dy, a.dz);
+    for (const Lag& b : faces) v += m.correlation(a.dx - b.dx, a.dy - b.dy, a.dz - b.dz) / (n * n);
+  }
+  return v * n / (n + 1);
+}
+
+// The noise level varies over a reconstruction (highest in the middle of the body, lowest in the
+// air around it), while the model holds the level of its flattest, often quietest, blocks. Each
+// tile of the sample (about 32 x 32 in-plane, up to 4 slices) gets its own level: its robust
+// pseudo-residual sigma converted by the model's correlation, kept between the model's sigma and
+// twice it. Anatomy inflates a busy tile's pseudo-residuals; the upper bound limits what that
+// can do.
+void measure_levels(Sample& s, const NoiseModel& noise, i64 tile_xy) {
+  const Dims d = s.image.dims();
+  s.level.assign(std::size_t(d.count()), float(noise.sigma));
+  const double gain = pseudo_residual_gain(noise);
+  if (!(gain > 0)) return;
+  const std::vector<float> padding = std::isnan(noise.excluded_value) ? std::vector<float>{}
+                                                                       : std::vector<float>{float(noise.excluded_value)};
+  const i64 tz = d.is_2d() ? 1 : std::min<i64>(4, d.nz);
+  for (i64 z0 = 0; z0 < d.nz; z0 += tz)
+    for (i64 y0 = 0; y0 < d.ny; y0 += tile_xy)
+      for (i64 x0 = 0; x0 < d.nx; x0 += tile_xy) {
+        const Dims size{std::min(tile_xy, d.nx - x0), std::min(tile_xy, d.ny - y0), std::min(tz, d.nz - z0)};
+        if (size.nx < 3 || size.ny < 3 || (!d.is_2d() && size.nz < 3)) continue;
+        Volume tile(size);
+        for (i64 z = 0; z < size.nz; ++z)
+          for (i64 y = 0; y < size.ny; ++y)
+            for (i64 x = 0; x < size.nx; ++x) tile.view()(x, y, z) = s.image.view()(x0 + x, y0 + y, z0 + z);
+        double level = noise.sigma;
+        try {
+          const NoiseEstimate e = detail::estimate_noise_without(tile.view(), NoiseEstimator::PseudoResidual, padding);
+          if (e.samples * 4 >= size.count()) level = std::clamp(e.sigma / std::sqrt(gain), noise.sigma, 2 * noise.sigma);
+        } catch (const Error&) {
+          // too few usable voxels: the model's level
+        }
+        for (i64 z = 0; z < size.nz; ++z)
+          for (i64 y = 0; y < size.ny; ++y)
+            for (i64 x = 0; x < size.nx; ++x) s.level[std::size_t(((z0 + z) * d.ny + y0 + y) * d.nx + x0 + x)] = float(level);
+      }
+}
 
 Sample make_sample(ConstVolumeView<float> in, int reach_xy, int reach_z, const NoiseModel& noise) {
   const Dims d = in.dims;
@@ -37,6 +92,7 @@ Sample make_sample(ConstVolumeView<float> in, int reach_xy, int reach_z, const N
     std::copy(in.data, in.data + d.count(), s.image.data());
     s.mask.resize(std::size_t(d.count()));
     for (i64 i = 0; i < d.count(); ++i) s.mask[std::size_t(i)] = usable(in.data[i]) ? 1 : 0;
+    measure_levels(s, noise, 32);
     return s;
   }
   // Blocks wide enough that most of their voxels see a whole window of their own.
@@ -81,6 +137,7 @@ Sample make_sample(ConstVolumeView<float> in, int reach_xy, int reach_z, const N
           s.mask[std::size_t(o)] = usable(v) ? 1 : 0;
         }
   }
+  measure_levels(s, noise, bxy);
   return s;
 }
 
@@ -88,7 +145,8 @@ using Filter = std::function<void(ConstVolumeView<float> in, VolumeView<float> o
 
 // Minimises SURE over value = scale * 2^k: k = -2..2, extended while the least risk sits at an
 // end, then refined by half steps around the best and a parabola in log(value) through the best
-// point and its neighbours.
+// point and its neighbours. A model that claims more noise than the image holds is scaled down
+// first (the consistency rule below).
 AutoChoice choose(ConstVolumeView<float> image, const NoiseModel& noise, double scale, int reach_xy, int reach_z,
                   const Filter& filter, const ExecContext& context, double strength, const char* what) {
   const auto start = std::chrono::steady_clock::now();
@@ -98,16 +156,22 @@ AutoChoice choose(ConstVolumeView<float> image, const NoiseModel& noise, double 
   }
   const Sample sample = make_sample(image, reach_xy, reach_z, noise);
   const Dims sd = sample.image.dims();
-  // The probe: noise of the model's covariance.
-  const Volume b = synthesize_noise(noise, sd, 0x5EED, &sample.mask);
+  // The probe: noise of the model's correlation at each tile's level.
+  Volume b = synthesize_noise(noise, sd, 0x5EED, &sample.mask);
+  for (i64 i = 0; i < sd.count(); ++i) b.data()[i] *= float(sample.level[std::size_t(i)] / noise.sigma);
   constexpr double kEps = 0.02;  // the probe's size, as a fraction of the noise: small, yet well above float rounding
   Volume perturbed(sd), f0(sd), f1(sd);
   const float* y = sample.image.data();
   for (i64 i = 0; i < sd.count(); ++i) perturbed.data()[i] = float(y[i] + kEps * b.data()[i]);
   i64 counted = 0;
-  for (unsigned char m : sample.mask) counted += m;
+  double c0 = 0;  // the mean noise variance over the counted voxels
+  for (i64 i = 0; i < sd.count(); ++i) {
+    if (!sample.mask[std::size_t(i)]) continue;
+    ++counted;
+    c0 += double(sample.level[std::size_t(i)]) * sample.level[std::size_t(i)];
+  }
   if (counted < 16) invalid(fmt::format("{} auto: too few usable voxels to estimate the filter strength", what));
-  const double c0 = noise.covariance_at(0, 0, 0);
+  c0 /= double(counted);
 
   AutoChoice choice;
   choice.noise = noise;
