@@ -28,7 +28,7 @@ using i64 = std::int64_t;
 struct Sample {
   Volume image;
   std::vector<unsigned char> mask;
-  std::vector<float> level;  // the local noise sigma at each voxel (see measure_levels)
+  float level = 0;  // the noise sigma the risk is estimated for (see measure_level)
 };
 
 // var(pseudo-residual) / sigma^2 under the model's correlation: what estimate_noise reads of it.
@@ -48,19 +48,21 @@ double pseudo_residual_gain(const NoiseModel& m) {
 }
 
 // The noise level varies over a reconstruction (highest in the middle of the body, lowest in the
-// air around it), while the model holds the level of its flattest, often quietest, blocks. Each
-// tile of the sample (about 32 x 32 in-plane, up to 4 slices) gets its own level: its robust
-// pseudo-residual sigma converted by the model's correlation, kept between the model's sigma and
-// twice it. Anatomy inflates a busy tile's pseudo-residuals; the upper bound limits what that
-// can do.
-void measure_levels(Sample& s, const NoiseModel& noise, i64 tile_xy) {
+// air around it), while the model holds the level of its flattest, often quietest, blocks. The
+// risk is estimated for the median level of the sample's tiles (about 32 x 32 in-plane, up to 4
+// slices): each tile's robust pseudo-residual sigma converted by the model's correlation, kept
+// between the model's sigma and twice it. The median, not each tile's own level: anatomy
+// inflates a busy tile's pseudo-residuals (measured: per-tile levels over-smoothed crops full of
+// texture by up to 1 dB more).
+void measure_level(Sample& s, const NoiseModel& noise, i64 tile_xy) {
   const Dims d = s.image.dims();
-  s.level.assign(std::size_t(d.count()), float(noise.sigma));
+  s.level = float(noise.sigma);
   const double gain = pseudo_residual_gain(noise);
   if (!(gain > 0)) return;
   const std::vector<float> padding = std::isnan(noise.excluded_value) ? std::vector<float>{}
                                                                        : std::vector<float>{float(noise.excluded_value)};
   const i64 tz = d.is_2d() ? 1 : std::min<i64>(4, d.nz);
+  std::vector<double> levels;
   for (i64 z0 = 0; z0 < d.nz; z0 += tz)
     for (i64 y0 = 0; y0 < d.ny; y0 += tile_xy)
       for (i64 x0 = 0; x0 < d.nx; x0 += tile_xy) {
@@ -77,10 +79,12 @@ void measure_levels(Sample& s, const NoiseModel& noise, i64 tile_xy) {
         } catch (const Error&) {
           // too few usable voxels: the model's level
         }
-        for (i64 z = 0; z < size.nz; ++z)
-          for (i64 y = 0; y < size.ny; ++y)
-            for (i64 x = 0; x < size.nx; ++x) s.level[std::size_t(((z0 + z) * d.ny + y0 + y) * d.nx + x0 + x)] = float(level);
+        levels.push_back(level);
       }
+  if (levels.empty()) return;
+  const auto median = levels.begin() + std::ptrdiff_t(levels.size() / 2);
+  std::nth_element(levels.begin(), median, levels.end());
+  s.level = float(*median);
 }
 
 Sample make_sample(ConstVolumeView<float> in, int reach_xy, int reach_z, const NoiseModel& noise) {
@@ -92,7 +96,7 @@ Sample make_sample(ConstVolumeView<float> in, int reach_xy, int reach_z, const N
     std::copy(in.data, in.data + d.count(), s.image.data());
     s.mask.resize(std::size_t(d.count()));
     for (i64 i = 0; i < d.count(); ++i) s.mask[std::size_t(i)] = usable(in.data[i]) ? 1 : 0;
-    measure_levels(s, noise, 32);
+    measure_level(s, noise, 32);
     return s;
   }
   // Blocks wide enough that most of their voxels see a whole window of their own.
@@ -137,7 +141,7 @@ Sample make_sample(ConstVolumeView<float> in, int reach_xy, int reach_z, const N
           s.mask[std::size_t(o)] = usable(v) ? 1 : 0;
         }
   }
-  measure_levels(s, noise, bxy);
+  measure_level(s, noise, bxy);
   return s;
 }
 
@@ -156,22 +160,17 @@ AutoChoice choose(ConstVolumeView<float> image, const NoiseModel& noise, double 
   }
   const Sample sample = make_sample(image, reach_xy, reach_z, noise);
   const Dims sd = sample.image.dims();
-  // The probe: noise of the model's correlation at each tile's level.
+  // The probe: noise of the model's correlation at the sample's level.
   Volume b = synthesize_noise(noise, sd, 0x5EED, &sample.mask);
-  for (i64 i = 0; i < sd.count(); ++i) b.data()[i] *= float(sample.level[std::size_t(i)] / noise.sigma);
+  for (i64 i = 0; i < sd.count(); ++i) b.data()[i] *= float(sample.level / noise.sigma);
   constexpr double kEps = 0.02;  // the probe's size, as a fraction of the noise: small, yet well above float rounding
   Volume perturbed(sd), f0(sd), f1(sd);
   const float* y = sample.image.data();
   for (i64 i = 0; i < sd.count(); ++i) perturbed.data()[i] = float(y[i] + kEps * b.data()[i]);
   i64 counted = 0;
-  double c0 = 0;  // the mean noise variance over the counted voxels
-  for (i64 i = 0; i < sd.count(); ++i) {
-    if (!sample.mask[std::size_t(i)]) continue;
-    ++counted;
-    c0 += double(sample.level[std::size_t(i)]) * sample.level[std::size_t(i)];
-  }
+  for (unsigned char m : sample.mask) counted += m;
   if (counted < 16) invalid(fmt::format("{} auto: too few usable voxels to estimate the filter strength", what));
-  c0 /= double(counted);
+  const double c0 = double(sample.level) * sample.level;
 
   AutoChoice choice;
   choice.noise = noise;
