@@ -275,15 +275,6 @@ json auto_json(const AutoChoice& c) {
           {"seconds", c.seconds}};
 }
 
-// The noise model the automatic parameters used, for the report.
-json noise_model_json(const NoiseModel& m) {
-  return {{"sigma", m.sigma},
-          {"pseudo_residual_sigma", m.pseudo_residual_sigma},
-          {"correlation_lag1", {m.correlation(1, 0, 0), m.correlation(0, 1, 0), m.correlation(0, 0, 1)}},
-          {"correlation_lag2", {m.correlation(2, 0, 0), m.correlation(0, 2, 0)}},
-          {"flat_blocks", m.flat_blocks}};
-}
-
 void check_strength(double strength, bool any_auto, const char* what) {
   if (!(std::isfinite(strength) && strength > 0)) invalid(fmt::format("--strength must be a number > 0, got {}", strength));
   if (strength != 1 && !any_auto) invalid(fmt::format("--strength scales the automatic {0}; use {0} auto with it", what));

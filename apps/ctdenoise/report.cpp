@@ -28,14 +28,19 @@ Statistics statistics(const Volume& volume) {
   return s;
 }
 
+nlohmann::json noise_model_json(const NoiseModel& m) {
+  return {{"sigma", m.sigma},
+          {"pseudo_residual_sigma", m.pseudo_residual_sigma},
+          {"correlation_lag1", {m.correlation(1, 0, 0), m.correlation(0, 1, 0), m.correlation(0, 0, 1)}},
+          {"correlation_lag2", {m.correlation(2, 0, 0), m.correlation(0, 2, 0)}},
+          {"flat_blocks", m.flat_blocks},
+          {"fell_back_to_white", m.fell_back_to_white}};
+}
+
 nlohmann::json noise_json(const Volume& volume) {
   nlohmann::json j = nlohmann::json::object();
   try {
-    const NoiseModel m = estimate_noise_model(volume.view());
-    j["model"] = {{"sigma", m.sigma},
-                  {"correlation_lag1", {m.correlation(1, 0, 0), m.correlation(0, 1, 0), m.correlation(0, 0, 1)}},
-                  {"correlation_lag2", {m.correlation(2, 0, 0), m.correlation(0, 2, 0)}},
-                  {"flat_blocks", m.flat_blocks}};
+    j["model"] = noise_model_json(estimate_noise_model(volume.view()));
   } catch (const Error&) {
     // too small to model: leave it out
   }
@@ -107,7 +112,9 @@ std::string format_image(const io::ImageInfo& info, const Volume& volume) {
                        m["correlation_lag1"][1].get<double>(),
                        volume.dims().is_2d() ? "" : fmt::format(", {:.2f} (z)", m["correlation_lag1"][2].get<double>()),
                        m["correlation_lag2"][0].get<double>(), m["correlation_lag2"][1].get<double>(),
-                       std::fabs(m["correlation_lag1"][0].get<double>()) < 0.1 && std::fabs(m["correlation_lag1"][1].get<double>()) < 0.1
+                       m["fell_back_to_white"].get<bool>()
+                           ? " (white: the flattest blocks hold anatomy, their correlation is not believed)"
+                       : std::fabs(m["correlation_lag1"][0].get<double>()) < 0.1 && std::fabs(m["correlation_lag1"][1].get<double>()) < 0.1
                            ? " (nearly white)"
                            : "");
   }

@@ -43,14 +43,15 @@ double padding_value(ConstVolumeView<float> image);
 // counts as signal: it is the low-frequency part of the noise, which neither filter removes.
 struct NoiseModel {
   double sigma = 0;                  // standard deviation of one voxel's noise, image units
-  double pseudo_residual_sigma = 0;  // estimate_noise's sigma (equal for white noise); sigma <= 2 x this
+  double pseudo_residual_sigma = 0;  // estimate_noise's sigma (equal for white noise); sigma <= 3 x this
   int radius_xy = 0, radius_z = 0;   // lags measured (radius_z = 0 for 2D images and under 3 slices)
   std::vector<double> covariance;    // C at (dx, dy, dz), x fastest, each from -radius to +radius
   std::int64_t samples = 0;          // second differences per lag the model rests on
   std::int64_t flat_blocks = 0;      // 8 x 8 blocks it was read in
   double excluded_value = 0;         // padding left out, or NaN
-  bool fell_back_to_white = false;   // the measured level was not believed (over 2 x the pseudo-residual
-                                     // sigma: anatomy read as noise); white noise of that sigma instead
+  bool fell_back_to_white = false;   // the measured level was not believed (over 3 x the pseudo-residual
+                                     // sigma, or still rising at the outer lags: anatomy read as noise);
+                                     // white noise of the pseudo-residual sigma instead
 
   // C(dx, dy, dz); 0 outside the measured lags.
   double covariance_at(int dx, int dy, int dz) const noexcept;

@@ -23,7 +23,8 @@ constexpr int kLagRadiusXy = 4;      // in-plane lags of the model
 constexpr int kBlock = 8;            // in-plane size of the blocks judged flat or not
 constexpr i64 kMaxBlocks = 16384;    // blocks judged (evenly spread over larger images)
 constexpr i64 kMaxTriples = 400000;  // second differences pooled per lag, at most
-constexpr double kMaxGrain = 2.0;    // largest sigma / pseudo-residual sigma believed
+constexpr double kMaxGrain = 3.0;    // largest sigma / pseudo-residual sigma believed
+constexpr double kMaxRise = 1.15;    // largest sigma(lag 5) / sigma(lag 3) believed to be noise
 
 int hardware_threads() {
   const unsigned n = std::thread::hardware_concurrency();
@@ -178,13 +179,22 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
     if (lags[l].dz == 0 && std::max(std::abs(lags[l].dx), std::abs(lags[l].dy)) == outer) shell.push_back(variance[l] / 6);
   }
   // A level over kMaxGrain x the pseudo-residual sigma (robust, and blind to anything coarser
-  // than one voxel) is not believed: smooth reconstruction kernels make the two differ, but a
-  // larger gap is more often anatomy read as noise at the outer lags (no flat blocks, or a
-  // resampled, already smooth scan), and then the measured correlation is anatomy's too. The
-  // model falls back to white noise of the pseudo-residual sigma: too little noise errs towards
-  // too little smoothing, never towards erased anatomy.
+  // than one voxel) is not believed: smooth reconstruction kernels make the two differ (2.4x
+  // for a Hann-apodised FBP at fine pixels), but a larger gap is anatomy read as noise at the
+  // outer lags, and then the measured correlation is anatomy's too. The model falls back to
+  // white noise of the pseudo-residual sigma: too little noise errs towards too little
+  // smoothing, never towards erased anatomy.
   const double measured = detail::median(shell);
   if (measured > kMaxGrain * kMaxGrain * m.pseudo_residual_sigma * m.pseudo_residual_sigma) return white();
+  // Noise correlated over a few voxels gives second differences whose mean square levels off
+  // (6 C(0)) once the lag is past its reach; anatomy's keep growing with the lag. Where the outer
+  // shell reads more than kMaxRise x the level at lag 3, the flattest blocks still hold anatomy
+  // (a coarse, resampled scan), and the model does not believe them.
+  std::vector<double> inner;
+  for (std::size_t l = 0; l < lags.size(); ++l) {
+    if (lags[l].dz == 0 && std::max(std::abs(lags[l].dx), std::abs(lags[l].dy)) == 3) inner.push_back(variance[l] / 6);
+  }
+  if (measured > kMaxRise * kMaxRise * detail::median(inner)) return white();
   const double c0 = measured;
   m.sigma = std::sqrt(c0);
   const int w = 2 * m.radius_xy + 1;
