@@ -110,7 +110,13 @@ void run_filter(const InputOptions& input, const RunOptions& run, FilterJob& job
   const auto window = parse_window(run.window);
   io::WriteOptions write_options{run.overwrite, run.float_output, job.description};
 
-  const io::Image image = io::read_image(input.path, input.read_options());
+  io::ReadOptions read_options = input.read_options();
+  if (context.device == Device::Cuda) {
+    // Known from the header: refused before a volume is read for minutes.
+    read_options.max_voxels = kMaxCudaVoxels;
+    read_options.max_voxels_reason = "the CUDA filters take volumes of under 2^31 voxels; use --device cpu";
+  }
+  const io::Image image = io::read_image(input.path, read_options);
   const double read_s = seconds_since(start);
   if (before_filter) before_filter(image);
   if (same_file(input.path, run.output) && !run.overwrite) {

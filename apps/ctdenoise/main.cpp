@@ -3,6 +3,8 @@
 #include "commands.hpp"
 #include "progress.hpp"
 
+#include <ctdenoise/io.hpp>
+
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -47,6 +49,9 @@ int main(int argc, char** argv) {
                "(non-local means, bilateral filter)"};
   app.set_version_flag("--version", CTD_VERSION);
   app.require_subcommand(1);
+  bool verbose = false;
+  app.add_flag("-v,--verbose", verbose, "Also show the image libraries' own messages (ITK, GDCM, nifticlib, libtiff)");
+  app.fallthrough();  // --verbose after the subcommand too
   // Parse errors on one line, like every other error.
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
     return fmt::format("ctdenoise: invalid argument: {} (see --help)\n", e.what());
@@ -161,6 +166,7 @@ int main(int argc, char** argv) {
     return code == 0 ? kOk : kUsageError;
   }
 
+  ctd::io::show_library_messages(verbose);
   install_interrupt_handler();
   try {
     if (*nlm_cmd) run_nlm(input, run, nlm);

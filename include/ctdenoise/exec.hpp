@@ -1,6 +1,7 @@
 #pragma once
 // Where and how a filter runs.
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
@@ -25,6 +26,10 @@ Device device_from_string(std::string_view name);  // "auto" | "cpu" | "cuda"; t
 // The device a filter asked for `requested` runs on. Throws ctd::Error(Unsupported) when CUDA is
 // asked for and this build or machine has none, so callers can fail before reading any data.
 Device available_device(Device requested);
+
+// The CUDA kernels index voxels with 32-bit integers: larger volumes run on the CPU (Auto) or
+// are refused (Cuda, Unsupported).
+inline constexpr std::int64_t kMaxCudaVoxels = (std::int64_t(1) << 31) - 1;
 
 // The GPU that CUDA work runs on ("NVIDIA H100 80GB HBM3"), or "" when there is none.
 std::string cuda_device_name();

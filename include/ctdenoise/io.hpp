@@ -2,8 +2,9 @@
 // Medical image I/O (library target ctdenoise_io, through ITK/GDCM). Reads DICOM (file or series
 // folder), NIfTI, MetaImage, NRRD, TIFF, PNG and headerless raw into a float32 Volume in the
 // image's own units (HU for CT: DICOM rescale slope/intercept applied), and writes them back.
-// Errors are ctd::Error: Io (missing, unreadable, corrupt, not writable, exists), Unsupported
-// (pixel type or format combination), InvalidArgument (bad raw layout).
+// Errors are ctd::Error: Io (missing, unreadable, corrupt or truncated, not writable, exists),
+// Unsupported (pixel type or format combination, over ReadOptions::max_voxels), InvalidArgument
+// (bad raw layout), OutOfMemory (an image larger than this machine's memory, from its header).
 
 #include <ctdenoise/volume.hpp>
 
@@ -60,6 +61,10 @@ struct Image {
 struct ReadOptions {
   std::optional<RawLayout> raw;  // read the file as headerless raw with this layout
   std::string series_uid;        // DICOM folder with several series: the one to read
+  // Images of more voxels are refused (Unsupported) from their header, before their data is
+  // read; 0: no limit. The reason ends the message, e.g. "CUDA takes under 2^31 voxels".
+  std::int64_t max_voxels = 0;
+  std::string max_voxels_reason;
 };
 
 Image read_image(const std::filesystem::path& path, const ReadOptions& options = {});
@@ -94,6 +99,10 @@ void check_output(const std::filesystem::path& path, const ImageInfo& source, co
 // neither a partial output nor a changed old one.
 WriteResult write_image(const Volume& volume, const ImageInfo& source, const std::filesystem::path& path,
                         const WriteOptions& options = {});
+
+// ITK, GDCM, nifticlib and libtiff print warnings and errors of their own; ctdenoise holds them
+// back (its errors say what failed, in one line) unless this is set (CLI --verbose).
+void show_library_messages(bool shown);
 
 // Small side outputs (preview pictures, reports), written atomically like images.
 void write_gray8_png(const std::vector<std::uint8_t>& pixels, int width, int height,

@@ -107,6 +107,8 @@ PreparedRun prepare_run(ConstVolumeView<float> in, VolumeView<float> out, const 
     throw Error(ErrorKind::Unsupported, fmt::format("the {} filter has no CUDA variant yet; use --device cpu", filter));
   }
   run.device = has_cuda_variant ? available_device(context.device) : Device::Cpu;
+  // Left to us, a volume too large for the CUDA kernels runs on the CPU.
+  if (context.device == Device::Auto && in.dims.count() > kMaxCudaVoxels) run.device = Device::Cpu;
   run.threads = resolve_threads(context.threads);
   check_finite(in);
   run.input = in;

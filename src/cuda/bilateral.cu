@@ -9,6 +9,7 @@
 #include "cuda/device_util.cuh"
 
 #include <ctdenoise/error.hpp>
+#include <ctdenoise/exec.hpp>
 
 #include <cuda_pipeline.h>
 
@@ -903,7 +904,7 @@ void check_bilateral_supported(const Dims& dims, const BilateralParams& params, 
     throw Error(ErrorKind::Unsupported, "the bilateral algorithm '" + std::string(to_string(algorithm)) +
                                             "' is not available on CUDA (available: naive, tiled, fused, compressive)");
   }
-  if (dims.count() >= (std::int64_t(1) << 31)) {
+  if (dims.count() > kMaxCudaVoxels) {
     throw Error(ErrorKind::Unsupported, "volumes of 2^31 voxels or more are not supported on CUDA yet");
   }
   const int rz = dims.is_2d() ? 0 : radius[2];

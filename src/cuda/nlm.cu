@@ -9,6 +9,7 @@
 #include "cuda/nlm_kernels.hpp"
 
 #include <ctdenoise/error.hpp>
+#include <ctdenoise/exec.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -376,7 +377,7 @@ void check_nlm_supported(const Dims& dims, const NlmParams& params, NlmAlgorithm
                                             " is too large for the CUDA kernels (at most " +
                                             std::to_string((kMaxPatchWidth - 1) / 2) + ")");
   }
-  if (dims.count() >= (std::int64_t(1) << 31)) {
+  if (dims.count() > kMaxCudaVoxels) {
     throw Error(ErrorKind::Unsupported, "volumes of 2^31 voxels or more are not supported on CUDA yet");
   }
   const KernelParams k = make_params(dims, params);

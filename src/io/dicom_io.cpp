@@ -15,6 +15,7 @@
 #include <itkMetaDataObject.h>
 
 #include <cstring>
+#include <fstream>
 #include <set>
 
 namespace ctd::io::detail {
@@ -79,9 +80,22 @@ void check_complete(const fs::path& file, const itk::MetaDataDictionary& dict) {
   };
   const std::uint64_t pixel_bytes =
       number("0028|0010", 0) * number("0028|0011", 0) * number("0028|0008", 1) * ((number("0028|0100", 16) + 7) / 8);
-  // The reader stops at or just after the pixel data element's header (GDCM does not say which),
-  // so a file cut by less than a header (12 bytes) would pass.
-  const std::uint64_t end = std::uint64_t(reader.GetStreamCurrentPosition()) + pixel_bytes;
+  // The reader stops at the pixel data element's tag or just after its header (GDCM does not
+  // say which): where the next four bytes are the tag, the header (8 bytes, 12 with an explicit
+  // OB/OW value representation) comes first.
+  std::uint64_t start = std::uint64_t(reader.GetStreamCurrentPosition());
+  {
+    std::ifstream in(file, std::ios::binary);
+    unsigned char head[6] = {};
+    in.seekg(std::streamoff(start));
+    if (in.read(reinterpret_cast<char*>(head), sizeof head)) {
+      const bool little = head[0] == 0xe0 && head[1] == 0x7f && head[2] == 0x10 && head[3] == 0x00;
+      const bool big = head[0] == 0x7f && head[1] == 0xe0 && head[2] == 0x00 && head[3] == 0x10;
+      const bool explicit_vr = (head[4] == 'O' && (head[5] == 'B' || head[5] == 'W')) || (head[4] == 'U' && head[5] == 'N');
+      if (little || big) start += explicit_vr ? 12 : 8;
+    }
+  }
+  const std::uint64_t end = start + pixel_bytes;
   if (fs::file_size(file) < end) {
     fail(ErrorKind::Io, fmt::format("{} is truncated: it has {} bytes, its pixel data ends at byte {}", quoted(file),
                                     fs::file_size(file), end));
@@ -91,6 +105,7 @@ void check_complete(const fs::path& file, const itk::MetaDataDictionary& dict) {
 }  // namespace
 
 Image read_dicom(const fs::path& path, const ReadOptions& options) {
+  const LibraryOutputCapture quiet;
   Image image;
   auto gdcm_io = itk::GDCMImageIO::New();
   FloatImage::Pointer itk_image;
@@ -104,6 +119,10 @@ Image read_dicom(const fs::path& path, const ReadOptions& options) {
       if (ids.empty()) fail(ErrorKind::Io, fmt::format("{} holds no readable DICOM image", quoted(path)));
       const std::string id = choose_series(ids, options.series_uid, *names, path);
       const std::vector<std::string> files = names->GetFileNames(id);
+      gdcm_io->SetFileName(files.front());
+      gdcm_io->ReadImageInformation();
+      check_header(path, {gdcm_io->GetDimensions(0), gdcm_io->GetDimensions(1), files.size()},
+                   {gdcm_io->GetSpacing(0), gdcm_io->GetSpacing(1)}, gdcm_io->GetComponentSize(), options);
       auto reader = itk::ImageSeriesReader<FloatImage>::New();
       reader->SetImageIO(gdcm_io);
       reader->SetFileNames(files);
@@ -117,6 +136,11 @@ Image read_dicom(const fs::path& path, const ReadOptions& options) {
       if (ids.size() > 1) image.info.notes.push_back(fmt::format("read series {} of the {} in the folder", id, ids.size()));
       if (files.size() > 1) image.info.notes.push_back(fmt::format("{} slices sorted by image position", files.size()));
     } else {
+      gdcm_io->SetFileName(path.c_str());
+      gdcm_io->ReadImageInformation();
+      std::vector<std::uint64_t> extent;
+      for (unsigned d = 0; d < gdcm_io->GetNumberOfDimensions(); ++d) extent.push_back(gdcm_io->GetDimensions(d));
+      check_header(path, extent, {gdcm_io->GetSpacing(0), gdcm_io->GetSpacing(1)}, gdcm_io->GetComponentSize(), options);
       auto reader = itk::ImageFileReader<FloatImage>::New();
       reader->SetImageIO(gdcm_io);
       reader->SetFileName(path.c_str());

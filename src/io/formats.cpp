@@ -154,7 +154,7 @@ Image read_image(const fs::path& path, const ReadOptions& options) {
   std::error_code ec;
   const auto status = fs::status(path, ec);
   if (!fs::exists(status)) fail(ErrorKind::Io, fmt::format("{}: no such file or folder", quoted(path)));
-  if (options.raw) return detail::read_raw(path, *options.raw);
+  if (options.raw) return detail::read_raw(path, *options.raw, options);
   if (fs::is_directory(status)) return detail::read_dicom(path, options);
   if (!fs::is_regular_file(status)) fail(ErrorKind::Io, fmt::format("{} is not a regular file", quoted(path)));
   if (fs::file_size(path) == 0) fail(ErrorKind::Io, fmt::format("{} is empty", quoted(path)));
@@ -163,7 +163,7 @@ Image read_image(const fs::path& path, const ReadOptions& options) {
          fmt::format("{} is headerless raw data: give its layout (--raw-dims NX,NY,NZ and --raw-type)", quoted(path)));
   }
   if (::access(path.c_str(), R_OK) != 0) fail(ErrorKind::Io, fmt::format("cannot read {} (permission denied)", quoted(path)));
-  return detail::read_itk(path);  // hands DICOM files on to read_dicom
+  return detail::read_itk(path, options);  // hands DICOM files on to read_dicom
 }
 
 WriteResult write_image(const Volume& volume, const ImageInfo& source, const fs::path& path,
@@ -175,6 +175,7 @@ WriteResult write_image(const Volume& volume, const ImageInfo& source, const fs:
   result.pixel_type = output_pixel_type(source, format, options.float_output);
 
   detail::StagedOutput staged(path, options.overwrite);
+  const detail::LibraryOutputCapture quiet;
   switch (format) {
     case Format::Dicom:
     case Format::DicomSeries:

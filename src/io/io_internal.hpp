@@ -34,15 +34,38 @@ std::string quoted(const fs::path& path);  // 'path' for messages
 
 void register_itk_factories();  // also silences ITK/GDCM warnings: failures arrive as exceptions
 
+// While alive, what the libraries print on stderr is held back (shown afterwards only when
+// show_library_messages(true)). Wraps every ITK, GDCM and libtiff call.
+class LibraryOutputCapture {
+ public:
+  LibraryOutputCapture();
+  ~LibraryOutputCapture();
+  LibraryOutputCapture(const LibraryOutputCapture&) = delete;
+  LibraryOutputCapture& operator=(const LibraryOutputCapture&) = delete;
+};
+
+// Header sanity, before any voxel is allocated: every extent 1..2^24, spacing finite and > 0,
+// the options' voxel limit, and memory for the voxels as read plus the float32 volume.
+void check_header(const fs::path& path, const std::vector<std::uint64_t>& extent, const std::vector<double>& spacing,
+                  std::size_t bytes_per_voxel, const ReadOptions& options);
+// The raw NIfTI header (the library repairs negative dimensions and zero spacing silently).
+void check_nifti_header(const fs::path& path);
+// The declared voxel bytes are all there (uncompressed: the file is long enough; compressed: the
+// stream inflates to them and ends cleanly).
+void check_metaimage_data(const fs::path& path, std::uint64_t expected_bytes);
+void check_nrrd_data(const fs::path& path, std::uint64_t expected_bytes);
+// Every strip or tile of every page decodes.
+void check_tiff_data(const fs::path& path);
+
 // The PixelType of an ITK component type; Unsupported for 64-bit integers and the like.
 PixelType pixel_type_of(itk::IOComponentEnum component, const fs::path& path);
 
 // Voxels and geometry of an ITK image as a Volume.
 Volume to_volume(const itk::Image<float, 3>& image);
 
-Image read_itk(const fs::path& path);                            // NIfTI, MetaImage, NRRD, TIFF, PNG
+Image read_itk(const fs::path& path, const ReadOptions& options);  // NIfTI, MetaImage, NRRD, TIFF, PNG
 Image read_dicom(const fs::path& path, const ReadOptions& options);  // a file or a series folder
-Image read_raw(const fs::path& path, const RawLayout& layout);
+Image read_raw(const fs::path& path, const RawLayout& layout, const ReadOptions& options);
 
 // Writers convert to `type` (rounded, clamped) and return how many voxels were clamped.
 std::int64_t write_itk(const Volume& volume, PixelType type, Format format, const fs::path& path);

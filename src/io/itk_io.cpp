@@ -202,7 +202,8 @@ class UnambiguousNiftiPath {
 
 }  // namespace
 
-Image read_itk(const fs::path& original_path) {
+Image read_itk(const fs::path& original_path, const ReadOptions& options) {
+  const LibraryOutputCapture quiet;
   const UnambiguousNiftiPath unambiguous(original_path);
   const fs::path& path = unambiguous.get();
   itk::ImageIOBase::Pointer imageio =
@@ -212,7 +213,8 @@ Image read_itk(const fs::path& original_path) {
                                     "PNG), or it is corrupt",
                                     quoted(original_path)));
   }
-  if (dynamic_cast<itk::GDCMImageIO*>(imageio.GetPointer())) return read_dicom(path, {});
+  if (dynamic_cast<itk::GDCMImageIO*>(imageio.GetPointer())) return read_dicom(path, options);
+  if (dynamic_cast<itk::NiftiImageIO*>(imageio.GetPointer())) check_nifti_header(original_path);
 
   Image image;
   try {
@@ -234,7 +236,21 @@ Image read_itk(const fs::path& original_path) {
     image.info.path = original_path;
     image.info.format = format_of(*imageio);
     image.info.pixel_type = pixel_type_of(imageio->GetComponentType(), original_path);
-    if (image.info.format == Format::Nifti) check_nifti(original_path, imageio->GetComponentType(), imageio->GetImageSizeInBytes());
+    std::vector<std::uint64_t> extent;
+    std::vector<double> spacing;
+    for (unsigned d = 0; d < imageio->GetNumberOfDimensions(); ++d) {
+      extent.push_back(imageio->GetDimensions(d));
+      spacing.push_back(imageio->GetSpacing(d));
+    }
+    check_header(original_path, extent, spacing, imageio->GetComponentSize(), options);
+    const std::uint64_t voxel_bytes = imageio->GetImageSizeInBytes();
+    switch (image.info.format) {
+      case Format::Nifti: check_nifti(original_path, imageio->GetComponentType(), voxel_bytes); break;
+      case Format::MetaImage: check_metaimage_data(original_path, voxel_bytes); break;
+      case Format::Nrrd: check_nrrd_data(original_path, voxel_bytes); break;
+      case Format::Tiff: check_tiff_data(original_path); break;
+      default: break;  // PNG: libpng fails on data cut short
+    }
 
     auto reader = itk::ImageFileReader<FloatImage>::New();
     reader->SetImageIO(imageio);
@@ -326,6 +342,7 @@ void write_gray8_png(const std::vector<std::uint8_t>& pixels, int width, int hei
   std::copy(pixels.begin(), pixels.end(), image->GetBufferPointer());
   detail::StagedOutput staged(path, overwrite);
   try {
+    const detail::LibraryOutputCapture quiet;
     auto writer = itk::ImageFileWriter<Gray>::New();
     writer->SetImageIO(itk::PNGImageIO::New());
     writer->SetFileName(staged.path().c_str());

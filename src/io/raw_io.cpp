@@ -22,7 +22,7 @@ void swap_bytes(char* data, std::size_t count, std::size_t width) {
 
 }  // namespace
 
-Image read_raw(const fs::path& path, const RawLayout& layout) {
+Image read_raw(const fs::path& path, const RawLayout& layout, const ReadOptions& options) {
   const Dims& d = layout.dims;
   if (d.nx < 1 || d.ny < 1 || d.nz < 1) {
     fail(ErrorKind::InvalidArgument, fmt::format("raw dimensions must be >= 1, got {}x{}x{}", d.nx, d.ny, d.nz));
@@ -32,6 +32,8 @@ Image read_raw(const fs::path& path, const RawLayout& layout) {
   }
   if (fs::is_directory(path)) fail(ErrorKind::Io, fmt::format("{} is a folder, not a raw file", quoted(path)));
   const std::size_t width = size_of(layout.type);
+  check_header(path, {std::uint64_t(d.nx), std::uint64_t(d.ny), std::uint64_t(d.nz)}, {layout.spacing.begin(), layout.spacing.end()},
+               width, options);
   const std::uint64_t need = layout.header_bytes + std::uint64_t(d.count()) * width;
   const std::uint64_t have = fs::file_size(path);
   if (have != need) {

@@ -1,0 +1,318 @@
+// Checks the libraries do not make: header sanity before any allocation, and data that is
+// really there (the readers of ITK's MetaImage, NRRD and TIFF accept data cut short and print a
+// warning at most). Every mismatch is an Io error naming the file, what was declared and what
+// was found.
+
+#include "io/io_internal.hpp"
+
+#include <fmt/format.h>
+
+#include <tiffio.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cctype>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+namespace ctd::io::detail {
+namespace {
+
+constexpr std::uint64_t kMaxExtent = std::uint64_t(1) << 24;  // voxels along one axis, at most
+constexpr std::uint64_t kMaxHeaderBytes = 1 << 16;              // text headers (MetaImage, NRRD)
+
+std::string trim(const std::string& s) {
+  const auto first = s.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos) return {};
+  return s.substr(first, s.find_last_not_of(" \t\r\n") - first + 1);
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string size_text(std::uint64_t bytes) {
+  if (bytes >= (std::uint64_t(1) << 30)) return fmt::format("{:.1f} GiB", double(bytes) / double(1 << 30));
+  return fmt::format("{:.1f} MiB", double(bytes) / double(1 << 20));
+}
+
+// Inflates a zlib or gzip stream (several gzip members too) from `offset` of `file`, and fails
+// unless it holds at least `expected` bytes and ends cleanly.
+void check_compressed_stream(const fs::path& file, std::uint64_t offset, std::uint64_t expected, const fs::path& shown) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) fail(ErrorKind::Io, fmt::format("cannot open {}", quoted(file)));
+  in.seekg(std::streamoff(offset));
+  z_stream z{};
+  if (inflateInit2(&z, 15 + 32) != Z_OK) fail(ErrorKind::OutOfMemory, "zlib: cannot start inflating");
+  std::vector<unsigned char> input(1 << 20), output(1 << 20);
+  std::uint64_t produced = 0;
+  int status = Z_OK;
+  bool ended = false;
+  while (!ended) {
+    in.read(reinterpret_cast<char*>(input.data()), std::streamsize(input.size()));
+    const auto got = std::size_t(in.gcount());
+    if (got == 0) break;
+    z.next_in = input.data();
+    z.avail_in = unsigned(got);
+    while (z.avail_in > 0) {
+      z.next_out = output.data();
+      z.avail_out = unsigned(output.size());
+      status = inflate(&z, Z_NO_FLUSH);
+      produced += output.size() - z.avail_out;
+      if (status == Z_STREAM_END) {
+        // Another gzip member may follow (parallel gzip writers make several).
+        if (z.avail_in > 0 && produced < expected) {
+          inflateReset(&z);
+          continue;
+        }
+        ended = true;
+        break;
+      }
+      if (status != Z_OK && status != Z_BUF_ERROR) break;
+      if (status == Z_BUF_ERROR && z.avail_in > 0) break;
+    }
+    if (!ended && status != Z_OK && status != Z_BUF_ERROR) break;
+  }
+  const std::string reason = z.msg ? z.msg : "";
+  inflateEnd(&z);
+  if (!ended && status != Z_OK && status != Z_BUF_ERROR) {
+    fail(ErrorKind::Io, fmt::format("{} is corrupt: its compressed data does not inflate ({})", quoted(shown),
+                                    reason.empty() ? "zlib error" : reason));
+  }
+  if (produced < expected) {
+    fail(ErrorKind::Io, fmt::format("{} is truncated: its header declares {} bytes of voxel data, the compressed "
+                                    "data holds {}",
+                                    quoted(shown), expected, produced));
+  }
+  if (!ended) {
+    fail(ErrorKind::Io, fmt::format("{} is truncated: its compressed data ends before the end of its stream",
+                                    quoted(shown)));
+  }
+}
+
+void check_plain_data(const fs::path& file, std::uint64_t offset, std::uint64_t expected, const fs::path& shown) {
+  std::error_code ec;
+  const std::uint64_t size = fs::file_size(file, ec);
+  if (ec) fail(ErrorKind::Io, fmt::format("cannot read {} (data of {}): {}", quoted(file), quoted(shown), ec.message()));
+  if (size < offset + expected) {
+    fail(ErrorKind::Io, fmt::format("{} is truncated: its header declares {} bytes of voxel data{}, {} holds {}",
+                                    quoted(shown), expected, offset ? fmt::format(" from byte {}", offset) : "",
+                                    file == shown ? "the file" : quoted(file), size > offset ? size - offset : 0));
+  }
+}
+
+// The text header's lines until `last_key` (MetaImage) or the first empty line (NRRD), as
+// key -> value, and the byte where the data starts when it follows the header.
+struct TextHeader {
+  std::map<std::string, std::string> fields;  // keys lower-cased
+  std::uint64_t data_offset = 0;
+};
+
+TextHeader read_text_header(const fs::path& path, char separator, const std::string& last_key) {
+  std::ifstream in(path, std::ios::binary);
+  TextHeader header;
+  std::string line;
+  std::uint64_t position = 0;
+  while (position < kMaxHeaderBytes && std::getline(in, line)) {
+    position += line.size() + 1;
+    const std::string trimmed = trim(line);
+    if (last_key.empty() && trimmed.empty()) break;  // NRRD: the blank line ends the header
+    const auto at = trimmed.find(separator);
+    if (at == std::string::npos) continue;
+    std::string key = lower(trim(trimmed.substr(0, at)));
+    // NRRD key/value pairs use ":=", fields ":"
+    if (separator == ':' && at + 1 < trimmed.size() && trimmed[at + 1] == '=') continue;
+    header.fields[key] = trim(trimmed.substr(at + 1));
+    if (!last_key.empty() && key == last_key) break;
+  }
+  header.data_offset = position;
+  return header;
+}
+
+}  // namespace
+
+void check_header(const fs::path& path, const std::vector<std::uint64_t>& extent, const std::vector<double>& spacing,
+                  std::size_t bytes_per_voxel, const ReadOptions& options) {
+  std::uint64_t voxels = 1;
+  std::string dims_text;
+  for (std::size_t i = 0; i < extent.size(); ++i) {
+    // Libraries hold sizes unsigned: a negative one in the header arrives as 2^32 - n.
+    const std::int64_t shown = extent[i] > 0x7fffffffu && extent[i] <= 0xffffffffu ? std::int64_t(std::int32_t(extent[i]))
+                                                                                   : std::int64_t(extent[i]);
+    dims_text += fmt::format("{}{}", i ? " x " : "", shown);
+    if (extent[i] == 0 || extent[i] > kMaxExtent) {
+      fail(ErrorKind::Io, fmt::format("{} has a corrupt header: dimension {} is {} (expected 1 to {})", quoted(path),
+                                      i + 1, shown, kMaxExtent));
+    }
+    voxels *= extent[i];  // < 2^72 only after three axes of 2^24: checked below
+    if (voxels > (std::uint64_t(1) << 48)) {
+      fail(ErrorKind::Io, fmt::format("{} has a corrupt header: {} voxels is beyond any image", quoted(path), dims_text));
+    }
+  }
+  for (std::size_t i = 0; i < spacing.size(); ++i) {
+    if (!(std::isfinite(spacing[i]) && spacing[i] > 0)) {
+      fail(ErrorKind::Io, fmt::format("{} has a corrupt header: voxel spacing {} along axis {} (expected a number > 0)",
+                                      quoted(path), spacing[i], i + 1));
+    }
+  }
+  if (options.max_voxels > 0 && voxels > std::uint64_t(options.max_voxels)) {
+    fail(ErrorKind::Unsupported, fmt::format("{} has {} voxels ({}); {}", quoted(path), voxels, dims_text,
+                                             options.max_voxels_reason.empty() ? "too many for this run"
+                                                                               : options.max_voxels_reason));
+  }
+  // The voxels as read plus the float32 volume must fit in memory.
+  const std::uint64_t need = voxels * (bytes_per_voxel + sizeof(float));
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  if (pages > 0 && page > 0 && need > std::uint64_t(pages) * std::uint64_t(page)) {
+    fail(ErrorKind::OutOfMemory, fmt::format("{} ({} voxels) needs {} to read, more than this machine's {} of memory",
+                                             quoted(path), dims_text, size_text(need),
+                                             size_text(std::uint64_t(pages) * std::uint64_t(page))));
+  }
+}
+
+void check_metaimage_data(const fs::path& path, std::uint64_t expected) {
+  const TextHeader h = read_text_header(path, '=', "elementdatafile");
+  const auto field = [&](const char* key) {
+    const auto it = h.fields.find(key);
+    return it == h.fields.end() ? std::string() : it->second;
+  };
+  const std::string data = field("elementdatafile");
+  if (data.empty()) fail(ErrorKind::Io, fmt::format("{} has no ElementDataFile line: not a complete MetaImage header", quoted(path)));
+  // A list of files, or a file name pattern: one file a slice, checked by MetaIO itself.
+  if (lower(data) == "list" || data.find('%') != std::string::npos) return;
+  const bool local = lower(data) == "local";
+  const fs::path file = local ? path : path.parent_path() / data;
+  const bool compressed = lower(field("compresseddata")) == "true";
+  std::uint64_t offset = local ? h.data_offset : 0;
+  const std::string header_size = field("headersize");
+  if (!local && !header_size.empty()) {
+    const long long skip = std::atoll(header_size.c_str());
+    if (skip == -1) {
+      // The data is at the end of the file: only its size can be checked.
+      std::error_code ec;
+      const std::uint64_t size = fs::file_size(file, ec);
+      if (!compressed && !ec && size < expected) check_plain_data(file, 0, expected, path);
+      return;
+    }
+    if (skip > 0) offset = std::uint64_t(skip);
+  }
+  if (compressed) check_compressed_stream(file, offset, expected, path);
+  else check_plain_data(file, offset, expected, path);
+}
+
+void check_nrrd_data(const fs::path& path, std::uint64_t expected) {
+  const TextHeader h = read_text_header(path, ':', "");
+  const auto field = [&](const char* key) {
+    const auto it = h.fields.find(key);
+    return it == h.fields.end() ? std::string() : it->second;
+  };
+  std::string data = field("data file");
+  if (data.empty()) data = field("datafile");
+  // Several data files (a list or a pattern): each is checked by the NRRD library.
+  if (lower(data).starts_with("list") || data.find(' ') != std::string::npos || data.find('%') != std::string::npos) return;
+  const fs::path file = data.empty() ? path : (fs::path(data).is_absolute() ? fs::path(data) : path.parent_path() / data);
+  const std::string encoding = lower(field("encoding"));
+  const long long line_skip = std::atoll(field("line skip").c_str()), byte_skip = std::atoll(field("byte skip").c_str());
+  if (line_skip != 0 || byte_skip != 0) return;  // rare layouts: left to the NRRD library
+  const std::uint64_t offset = data.empty() ? h.data_offset : 0;
+  if (encoding == "gzip" || encoding == "gz") check_compressed_stream(file, offset, expected, path);
+  else if (encoding == "raw") check_plain_data(file, offset, expected, path);
+}
+
+void check_tiff_data(const fs::path& path) {
+  // libtiff reports a strip or directory it cannot read through its handlers and goes on;
+  // decode every strip and tile once and keep the first error.
+  static thread_local std::string first_error;
+  first_error.clear();
+  const TIFFErrorHandler old_error = TIFFSetErrorHandler([](const char* module, const char* format, va_list args) {
+    if (!first_error.empty()) return;
+    char text[512];
+    std::vsnprintf(text, sizeof text, format, args);
+    first_error = fmt::format("{}{}", module ? fmt::format("{}: ", module) : "", text);
+  });
+  // Warnings are mostly unknown tags, but libtiff also warns when a tag's value is cut off.
+  const TIFFErrorHandler old_warning = TIFFSetWarningHandler([](const char* module, const char* format, va_list args) {
+    char text[512];
+    std::vsnprintf(text, sizeof text, format, args);
+    if (first_error.empty() && std::strstr(text, "IO error") != nullptr) {
+      first_error = fmt::format("{}{}", module ? fmt::format("{}: ", module) : "", text);
+    }
+  });
+  TIFF* tiff = TIFFOpen(path.c_str(), "r");
+  std::uint64_t pages = 0;
+  if (tiff) {
+    std::vector<unsigned char> buffer;
+    do {
+      ++pages;
+      if (TIFFIsTiled(tiff)) {
+        buffer.resize(std::size_t(TIFFTileSize64(tiff)));
+        for (uint32_t t = 0; t < TIFFNumberOfTiles(tiff) && first_error.empty(); ++t) {
+          if (TIFFReadEncodedTile(tiff, t, buffer.data(), tmsize_t(buffer.size())) < 0 && first_error.empty()) {
+            first_error = fmt::format("cannot read tile {} of page {}", t, pages);
+          }
+        }
+      } else {
+        buffer.resize(std::size_t(TIFFStripSize64(tiff)));
+        for (uint32_t s = 0; s < TIFFNumberOfStrips(tiff) && first_error.empty(); ++s) {
+          if (TIFFReadEncodedStrip(tiff, s, buffer.data(), tmsize_t(buffer.size())) < 0 && first_error.empty()) {
+            first_error = fmt::format("cannot read strip {} of page {}", s, pages);
+          }
+        }
+      }
+    } while (first_error.empty() && TIFFReadDirectory(tiff));
+    TIFFClose(tiff);
+  }
+  TIFFSetErrorHandler(old_error);
+  TIFFSetWarningHandler(old_warning);
+  if (!tiff && first_error.empty()) first_error = "not a TIFF file";
+  if (!first_error.empty()) {
+    std::string reason = first_error;
+    for (char& c : reason) {
+      if (c == '\n' || c == '\r') c = ' ';
+    }
+    fail(ErrorKind::Io, fmt::format("{} is truncated or corrupt: {}", quoted(path), trim(reason)));
+  }
+}
+
+}  // namespace ctd::io::detail
+
+namespace ctd::io::detail {
+
+void check_nifti_header(const fs::path& path) {
+  gzFile file = gzopen(path.c_str(), "rb");
+  if (!file) fail(ErrorKind::Io, fmt::format("cannot open {}", quoted(path)));
+  unsigned char bytes[540] = {};
+  const int got = gzread(file, bytes, sizeof bytes);
+  gzclose(file);
+  if (got < 348) fail(ErrorKind::Io, fmt::format("{} is truncated: a NIfTI header has 348 bytes, the file {}", quoted(path), got));
+  std::int32_t sizeof_hdr;
+  std::memcpy(&sizeof_hdr, bytes, 4);
+  const bool swapped = sizeof_hdr != 348 && sizeof_hdr != 540;
+  auto load = [&](std::size_t offset, auto value) {
+    std::memcpy(&value, bytes + offset, sizeof value);
+    if (swapped) {
+      auto* b = reinterpret_cast<unsigned char*>(&value);
+      std::reverse(b, b + sizeof value);
+    }
+    return value;
+  };
+  const bool nifti2 = load(0, std::int32_t{}) == 540;
+  if (nifti2 && got < 540) fail(ErrorKind::Io, fmt::format("{} is truncated: a NIfTI-2 header has 540 bytes", quoted(path)));
+  auto dim = [&](int i) { return nifti2 ? load(16 + 8 * std::size_t(i), std::int64_t{}) : std::int64_t(load(40 + 2 * std::size_t(i), std::int16_t{})); };
+  auto pixdim = [&](int i) { return nifti2 ? load(104 + 8 * std::size_t(i), double{}) : double(load(76 + 4 * std::size_t(i), float{})); };
+  const std::int64_t rank = dim(0);
+  if (rank < 1 || rank > 7) fail(ErrorKind::Io, fmt::format("{} has a corrupt header: {} dimensions (dim[0] must be 1 to 7)", quoted(path), rank));
+  for (int i = 1; i <= rank; ++i) {
+    if (dim(i) < 1) fail(ErrorKind::Io, fmt::format("{} has a corrupt header: dimension {} is {} (dim[{}] must be >= 1)", quoted(path), i, dim(i), i));
+  }
+  for (int i = 1; i <= std::min<std::int64_t>(rank, 3); ++i) {
+    if (!(std::isfinite(pixdim(i)) && pixdim(i) > 0)) {
+      fail(ErrorKind::Io, fmt::format("{} has a corrupt header: voxel spacing {} along axis {} (pixdim[{}] must be a number > 0)",
+                                      quoted(path), pixdim(i), i, i));
+    }
+  }
+}
+
+}  // namespace ctd::io::detail
