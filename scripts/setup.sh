@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake ninja-build pkg-config
-          libinsighttoolkit5-dev libgdcm-dev zlib1g-dev
+          libinsighttoolkit5-dev libgdcm-dev zlib1g-dev libtiff-dev
           libfmt-dev libcli11-dev nlohmann-json3-dev libgtest-dev)
 missing=()
 for p in "${packages[@]}"; do
@@ -17,6 +17,12 @@ if ((${#missing[@]})); then
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# pydicom (PyPI): the tests read derived DICOM back with a reader independent of GDCM.
+if command -v python3 >/dev/null && ! python3 -c "import pydicom" 2>/dev/null; then
+  echo "setup: installing pydicom"
+  python3 -m pip install --quiet --disable-pip-version-check pydicom || echo "setup: pydicom not installed; its test will skip"
 fi
 
 build_type=${CTD_BUILD_TYPE:-Release}

@@ -108,7 +108,7 @@ void run_filter(const InputOptions& input, const RunOptions& run, FilterJob& job
   context.threads = run.threads;
   available_device(context.device);  // fail on an unavailable device before reading anything
   const auto window = parse_window(run.window);
-  io::WriteOptions write_options{run.overwrite, run.float_output, job.description};
+  io::WriteOptions write_options{run.overwrite, run.float_output, {}};
 
   io::ReadOptions read_options = input.read_options();
   if (context.device == Device::Cuda) {
@@ -119,6 +119,7 @@ void run_filter(const InputOptions& input, const RunOptions& run, FilterJob& job
   const io::Image image = io::read_image(input.path, read_options);
   const double read_s = seconds_since(start);
   if (before_filter) before_filter(image);
+  write_options.description = job.description;  // complete now: it holds the automatic parameters
   if (same_file(input.path, run.output) && !run.overwrite) {
     throw Error(ErrorKind::Io, fmt::format("the output '{}' is the input; pass --overwrite to replace it", run.output));
   }
@@ -139,6 +140,9 @@ void run_filter(const InputOptions& input, const RunOptions& run, FilterJob& job
     result = job.filter(image, output, context);
   }
   const double filter_s = seconds_since(filter_start);
+  if (job.command == "nlm" || job.command == "bilateral") {
+    write_options.description += fmt::format(" variant={} device={}", result.algorithm, to_string(result.device));
+  }
 
   const auto write_start = std::chrono::steady_clock::now();
   const io::WriteResult written = io::write_image(output, image.info, run.output, write_options);
