@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <png.h>
 #include <tiffio.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -135,6 +136,7 @@ TextHeader read_text_header(const fs::path& path, char separator, const std::str
 
 void check_header(const fs::path& path, const std::vector<std::uint64_t>& extent, const std::vector<double>& spacing,
                   std::size_t bytes_per_voxel, const ReadOptions& options) {
+  if (extent.empty()) fail(ErrorKind::Io, fmt::format("{} has a corrupt header: it declares 0 dimensions", quoted(path)));
   std::uint64_t voxels = 1;
   std::string dims_text;
   for (std::size_t i = 0; i < extent.size(); ++i) {
@@ -307,11 +309,94 @@ void check_nifti_header(const fs::path& path) {
   for (int i = 1; i <= rank; ++i) {
     if (dim(i) < 1) fail(ErrorKind::Io, fmt::format("{} has a corrupt header: dimension {} is {} (dim[{}] must be >= 1)", quoted(path), i, dim(i), i));
   }
+  // The orientation (quaternion and affine rows): ITK's SVD of it aborts on non-finite values
+  // and never ends on some absurd ones (both found by fuzzing). Lengths beyond a kilometre are
+  // not a scan.
+  const std::size_t quatern = nifti2 ? 360 : 256, srow = nifti2 ? 408 : 280;
+  auto field = [&](std::size_t k) { return nifti2 ? load(quatern + 8 * k, double{}) : double(load(quatern + 4 * k, float{})); };
+  auto affine = [&](std::size_t k) { return nifti2 ? load(srow + 8 * k, double{}) : double(load(srow + 4 * k, float{})); };
+  constexpr double kMaxMillimetres = 1e6;
+  for (std::size_t k = 0; k < 6; ++k) {
+    const double limit = k < 3 ? 1.0 + 1e-6 : kMaxMillimetres;  // quaternion b, c, d; then the offsets
+    if (!(std::fabs(field(k)) <= limit)) {
+      fail(ErrorKind::Io, fmt::format("{} has a corrupt header: orientation value {} ({} must be within +-{})", quoted(path),
+                                      field(k), k < 3 ? "quatern_b/c/d" : "qoffset_x/y/z", limit));
+    }
+  }
+  for (std::size_t k = 0; k < 12; ++k) {
+    if (!(std::fabs(affine(k)) <= kMaxMillimetres)) {
+      fail(ErrorKind::Io, fmt::format("{} has a corrupt header: affine value {} (srow_x/y/z must be within +-{})",
+                                      quoted(path), affine(k), kMaxMillimetres));
+    }
+  }
+  if (!(std::fabs(pixdim(0)) <= 1)) {
+    fail(ErrorKind::Io, fmt::format("{} has a corrupt header: qfac (pixdim[0]) is {}", quoted(path), pixdim(0)));
+  }
   for (int i = 1; i <= std::min<std::int64_t>(rank, 3); ++i) {
-    if (!(std::isfinite(pixdim(i)) && pixdim(i) > 0)) {
+    if (!(std::isfinite(pixdim(i)) && pixdim(i) > 0 && pixdim(i) <= kMaxMillimetres)) {
       fail(ErrorKind::Io, fmt::format("{} has a corrupt header: voxel spacing {} along axis {} (pixdim[{}] must be a number > 0)",
                                       quoted(path), pixdim(i), i, i));
     }
+  }
+}
+
+}  // namespace ctd::io::detail
+
+namespace ctd::io::detail {
+namespace {
+
+struct PngFailure {
+  char message[256] = {};
+};
+
+extern "C" void png_failed(png_structp png, png_const_charp message) {
+  auto* failure = static_cast<PngFailure*>(png_get_error_ptr(png));
+  std::snprintf(failure->message, sizeof failure->message, "%s", message ? message : "libpng error");
+  png_longjmp(png, 1);
+}
+
+extern "C" void png_warned(png_structp, png_const_charp) {}
+
+// Decodes the whole file with libpng under its error jump; false with `failure` set on an error.
+// Plain C objects only between setjmp and longjmp.
+bool decode_png(std::FILE* file, PngFailure& failure) {
+  png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &failure, png_failed, png_warned);
+  if (!png) return false;
+  png_infop info = png_create_info_struct(png);
+  png_bytep row = nullptr;
+  if (!info || setjmp(png_jmpbuf(png))) {
+    std::free(row);
+    png_destroy_read_struct(&png, info ? &info : nullptr, nullptr);
+    return false;
+  }
+  png_init_io(png, file);
+  png_read_info(png, info);
+  const int passes = png_set_interlace_handling(png);
+  png_read_update_info(png, info);
+  row = static_cast<png_bytep>(std::malloc(png_get_rowbytes(png, info)));
+  if (!row) png_error(png, "out of memory for one row");
+  const png_uint_32 height = png_get_image_height(png, info);
+  for (int pass = 0; pass < passes; ++pass)
+    for (png_uint_32 y = 0; y < height; ++y) png_read_row(png, row, nullptr);
+  png_read_end(png, nullptr);
+  std::free(row);
+  png_destroy_read_struct(&png, &info, nullptr);
+  return true;
+}
+
+}  // namespace
+
+void check_png_data(const fs::path& path) {
+  // ITK's PNG reader sets no error jump for libpng, which then aborts the process on a corrupt
+  // header: the file is decoded here first.
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (!file) fail(ErrorKind::Io, fmt::format("cannot open {}", quoted(path)));
+  PngFailure failure;
+  const bool ok = decode_png(file, failure);
+  std::fclose(file);
+  if (!ok) {
+    fail(ErrorKind::Io, fmt::format("{} is truncated or corrupt: {}", quoted(path),
+                                    failure.message[0] ? failure.message : "libpng cannot decode it"));
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <gdcmImageReader.h>
 #include <gdcmReader.h>
 #include <gdcmUIDGenerator.h>
 #include <itkGDCMImageIO.h>
@@ -14,6 +15,10 @@
 #include <itkImageSeriesReader.h>
 #include <itkMetaDataObject.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -104,8 +109,57 @@ void check_complete(const fs::path& file, const itk::MetaDataDictionary& dict) {
 
 }  // namespace
 
+// GDCM, as Debian builds it, stops the process on an assertion for some corrupt files (seen by
+// the fuzzer: a mangled file meta group). So the files are first parsed and decoded in a child
+// process; if it dies, the file it was on is reported corrupt and the real read never starts.
+void probe_dicom_in_child(const fs::path& path) {
+  std::vector<fs::path> files;
+  if (fs::is_directory(path)) {
+    for (const auto& entry : fs::directory_iterator(path)) {
+      if (entry.is_regular_file()) files.push_back(entry.path());
+    }
+    std::sort(files.begin(), files.end());
+  } else {
+    files.push_back(path);
+  }
+  int channel[2];
+  if (::pipe(channel) != 0) return;  // no probe possible: read as before
+  const pid_t child = ::fork();
+  if (child < 0) {
+    ::close(channel[0]);
+    ::close(channel[1]);
+    return;
+  }
+  if (child == 0) {
+    ::close(channel[0]);
+    for (std::size_t i = 0; i < files.size(); ++i) {
+      const std::uint32_t index = std::uint32_t(i);
+      if (::write(channel[1], &index, sizeof index) != sizeof index) ::_exit(0);
+      gdcm::ImageReader reader;
+      reader.SetFileName(files[i].c_str());
+      if (reader.Read()) {
+        std::vector<char> buffer(std::size_t(reader.GetImage().GetBufferLength()));
+        reader.GetImage().GetBuffer(buffer.data());
+      }
+    }
+    ::_exit(0);
+  }
+  ::close(channel[1]);
+  std::uint32_t index = 0, last = std::uint32_t(-1);
+  while (::read(channel[0], &index, sizeof index) == sizeof index) last = index;
+  ::close(channel[0]);
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status) && last < files.size()) {
+    fail(ErrorKind::Io, fmt::format("{} is corrupt: the DICOM library stops on it ({})", quoted(files[last]),
+                                    ::strsignal(WTERMSIG(status))));
+  }
+}
+
 Image read_dicom(const fs::path& path, const ReadOptions& options) {
   const LibraryOutputCapture quiet;
+  if (fs::is_directory(path)) probe_dicom_in_child(path);  // single files were probed by read_itk
   Image image;
   auto gdcm_io = itk::GDCMImageIO::New();
   FloatImage::Pointer itk_image;

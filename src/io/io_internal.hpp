@@ -54,8 +54,10 @@ void check_nifti_header(const fs::path& path);
 // stream inflates to them and ends cleanly).
 void check_metaimage_data(const fs::path& path, std::uint64_t expected_bytes);
 void check_nrrd_data(const fs::path& path, std::uint64_t expected_bytes);
-// Every strip or tile of every page decodes.
+// Every strip or tile of every page decodes; every row of a PNG decodes (before ITK's reader,
+// which lets libpng abort the process on a corrupt PNG).
 void check_tiff_data(const fs::path& path);
+void check_png_data(const fs::path& path);
 
 // The PixelType of an ITK component type; Unsupported for 64-bit integers and the like.
 PixelType pixel_type_of(itk::IOComponentEnum component, const fs::path& path);
@@ -65,6 +67,9 @@ Volume to_volume(const itk::Image<float, 3>& image);
 
 Image read_itk(const fs::path& path, const ReadOptions& options);  // NIfTI, MetaImage, NRRD, TIFF, PNG
 Image read_dicom(const fs::path& path, const ReadOptions& options);  // a file or a series folder
+// Parses and decodes the file (or every file of the folder) with GDCM in a child process, and
+// fails (Io) naming the file on which GDCM stopped the process (its assertions abort).
+void probe_dicom_in_child(const fs::path& path);
 Image read_raw(const fs::path& path, const RawLayout& layout, const ReadOptions& options);
 
 // Writers convert to `type` (rounded, clamped) and return how many voxels were clamped.

@@ -206,15 +206,37 @@ Image read_itk(const fs::path& original_path, const ReadOptions& options) {
   const LibraryOutputCapture quiet;
   const UnambiguousNiftiPath unambiguous(original_path);
   const fs::path& path = unambiguous.get();
-  itk::ImageIOBase::Pointer imageio =
-      itk::ImageIOFactory::CreateImageIO(path.c_str(), itk::CommonEnums::IOFileMode::ReadMode);
+  // The formats with a signature or an extension of their own claim their files first; what none
+  // claims goes to GDCM (after a probe in a child process: GDCM may stop the process on a corrupt
+  // file, see read_dicom).
+  itk::ImageIOBase::Pointer imageio;
+  for (itk::ImageIOBase::Pointer candidate :
+       {itk::ImageIOBase::Pointer(itk::NiftiImageIO::New()), itk::ImageIOBase::Pointer(itk::MetaImageIO::New()),
+        itk::ImageIOBase::Pointer(itk::NrrdImageIO::New()), itk::ImageIOBase::Pointer(itk::TIFFImageIO::New()),
+        itk::ImageIOBase::Pointer(itk::PNGImageIO::New())}) {
+    try {
+      if (candidate->CanReadFile(path.c_str())) {
+        imageio = candidate;
+        break;
+      }
+    } catch (const itk::ExceptionObject& e) {  // its signature matched, its contents did not
+      fail(ErrorKind::Io, fmt::format("cannot read {}: {}", quoted(original_path), one_line(e.GetDescription())));
+    }
+  }
+  if (!imageio) {
+    probe_dicom_in_child(path);
+    if (auto dicom = itk::GDCMImageIO::New(); dicom->CanReadFile(path.c_str())) imageio = dicom;
+  }
   if (!imageio) {
     fail(ErrorKind::Io, fmt::format("{} is not an image ctdenoise can read (DICOM, NIfTI, MetaImage, NRRD, TIFF, "
                                     "PNG), or it is corrupt",
                                     quoted(original_path)));
   }
   if (dynamic_cast<itk::GDCMImageIO*>(imageio.GetPointer())) return read_dicom(path, options);
+  // Checks that must come before the library looks at the file.
   if (dynamic_cast<itk::NiftiImageIO*>(imageio.GetPointer())) check_nifti_header(original_path);
+  if (dynamic_cast<itk::PNGImageIO*>(imageio.GetPointer())) check_png_data(original_path);
+  if (dynamic_cast<itk::TIFFImageIO*>(imageio.GetPointer())) check_tiff_data(original_path);
 
   Image image;
   try {
@@ -248,8 +270,7 @@ Image read_itk(const fs::path& original_path, const ReadOptions& options) {
       case Format::Nifti: check_nifti(original_path, imageio->GetComponentType(), voxel_bytes); break;
       case Format::MetaImage: check_metaimage_data(original_path, voxel_bytes); break;
       case Format::Nrrd: check_nrrd_data(original_path, voxel_bytes); break;
-      case Format::Tiff: check_tiff_data(original_path); break;
-      default: break;  // PNG: libpng fails on data cut short
+      default: break;  // TIFF and PNG: checked above
     }
 
     auto reader = itk::ImageFileReader<FloatImage>::New();
