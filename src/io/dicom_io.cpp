@@ -21,6 +21,8 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <memory>
+#include <new>
 #include <set>
 
 namespace ctd::io::detail {
@@ -73,18 +75,27 @@ std::string choose_series(const std::vector<std::string>& ids, const std::string
 // GDCM reads an uncompressed file whose pixel data is cut short without complaint (it pads),
 // so check that the file reaches the end of rows x columns x frames x bytes per pixel after the
 // start of the pixel data. Compressed data is checked by its decoder.
-void check_complete(const fs::path& file, const itk::MetaDataDictionary& dict) {
+// Before the pixels are read (and their buffer allocated): a file cut short would otherwise be
+// read in full first.
+void check_complete(const fs::path& file) {
   const gdcm::Tag pixel_data(0x7fe0, 0x0010);
   gdcm::Reader reader;
   reader.SetFileName(file.c_str());
   if (!reader.ReadUpToTag(pixel_data, {pixel_data})) fail(ErrorKind::Io, fmt::format("{} is corrupt", quoted(file)));
   if (reader.GetFile().GetHeader().GetDataSetTransferSyntax().IsEncapsulated()) return;
-  const auto number = [&](const char* key, std::uint64_t fallback) {
-    const std::string v = get(dict, key);
-    return v.empty() ? fallback : std::uint64_t(std::strtoull(v.c_str(), nullptr, 10));
+  const gdcm::DataSet& dataset = reader.GetFile().GetDataSet();
+  const auto number = [&](std::uint16_t element, std::uint64_t fallback) -> std::uint64_t {
+    const gdcm::Tag tag(0x0028, element);
+    if (!dataset.FindDataElement(tag)) return fallback;
+    const gdcm::ByteValue* value = dataset.GetDataElement(tag).GetByteValue();
+    if (!value || value->GetLength() == 0) return fallback;
+    const std::string text(value->GetPointer(), value->GetLength());
+    if (element == 0x0008) return std::uint64_t(std::max(1LL, std::atoll(text.c_str())));  // NumberOfFrames: IS text
+    std::uint16_t binary = 0;  // Rows, Columns, BitsAllocated: US, little-endian in the files GDCM reads here
+    std::memcpy(&binary, text.data(), std::min<std::size_t>(2, text.size()));
+    return binary;
   };
-  const std::uint64_t pixel_bytes =
-      number("0028|0010", 0) * number("0028|0011", 0) * number("0028|0008", 1) * ((number("0028|0100", 16) + 7) / 8);
+  const std::uint64_t pixel_bytes = number(0x0010, 0) * number(0x0011, 0) * number(0x0008, 1) * ((number(0x0100, 16) + 7) / 8);
   // The reader stops at the pixel data element's tag or just after its header (GDCM does not
   // say which): where the next four bytes are the tag, the header (8 bytes, 12 with an explicit
   // OB/OW value representation) comes first.
@@ -137,9 +148,10 @@ void probe_dicom_in_child(const fs::path& path) {
       if (::write(channel[1], &index, sizeof index) != sizeof index) ::_exit(0);
       gdcm::ImageReader reader;
       reader.SetFileName(files[i].c_str());
-      if (reader.Read()) {
-        std::vector<char> buffer(std::size_t(reader.GetImage().GetBufferLength()));
-        reader.GetImage().GetBuffer(buffer.data());
+      // Decoded into untouched memory (not zeroed: a corrupt header may declare gigabytes).
+      if (reader.Read() && reader.GetImage().GetBufferLength() <= fs::file_size(files[i]) * 64 + (1 << 20)) {
+        const std::unique_ptr<char[]> buffer(new (std::nothrow) char[reader.GetImage().GetBufferLength()]);
+        if (buffer) reader.GetImage().GetBuffer(buffer.get());
       }
     }
     ::_exit(0);
@@ -177,6 +189,7 @@ Image read_dicom(const fs::path& path, const ReadOptions& options) {
       gdcm_io->ReadImageInformation();
       check_header(path, {gdcm_io->GetDimensions(0), gdcm_io->GetDimensions(1), files.size()},
                    {gdcm_io->GetSpacing(0), gdcm_io->GetSpacing(1)}, gdcm_io->GetComponentSize(), options);
+      for (const auto& file : files) check_complete(file);
       auto reader = itk::ImageSeriesReader<FloatImage>::New();
       reader->SetImageIO(gdcm_io);
       reader->SetFileNames(files);
@@ -184,7 +197,6 @@ Image read_dicom(const fs::path& path, const ReadOptions& options) {
       reader->Update();
       itk_image = reader->GetOutput();
       for (const auto* dict : *reader->GetMetaDataDictionaryArray()) source->slices.push_back(*dict);
-      for (std::size_t i = 0; i < files.size(); ++i) check_complete(files[i], source->slices[i]);
       image.info.format = Format::DicomSeries;
       image.info.file_count = files.size();
       if (ids.size() > 1) image.info.notes.push_back(fmt::format("read series {} of the {} in the folder", id, ids.size()));
@@ -195,13 +207,13 @@ Image read_dicom(const fs::path& path, const ReadOptions& options) {
       std::vector<std::uint64_t> extent;
       for (unsigned d = 0; d < gdcm_io->GetNumberOfDimensions(); ++d) extent.push_back(gdcm_io->GetDimensions(d));
       check_header(path, extent, {gdcm_io->GetSpacing(0), gdcm_io->GetSpacing(1)}, gdcm_io->GetComponentSize(), options);
+      check_complete(path);
       auto reader = itk::ImageFileReader<FloatImage>::New();
       reader->SetImageIO(gdcm_io);
       reader->SetFileName(path.c_str());
       reader->Update();
       itk_image = reader->GetOutput();
       source->slices.push_back(gdcm_io->GetMetaDataDictionary());
-      check_complete(path, source->slices.back());
       image.info.format = Format::Dicom;
     }
   } catch (const itk::ExceptionObject& e) {

@@ -210,6 +210,13 @@ Image read_itk(const fs::path& original_path, const ReadOptions& options) {
   // claims goes to GDCM (after a probe in a child process: GDCM may stop the process on a corrupt
   // file, see read_dicom).
   itk::ImageIOBase::Pointer imageio;
+  // "DICM" after the 128-byte preamble: DICOM, whatever else the preamble holds (some DICOM files
+  // are valid TIFF files too).
+  char magic[4] = {};
+  if (std::ifstream in(path, std::ios::binary); in.seekg(128) && in.read(magic, 4) && std::memcmp(magic, "DICM", 4) == 0) {
+    probe_dicom_in_child(path);
+    return read_dicom(path, options);
+  }
   for (itk::ImageIOBase::Pointer candidate :
        {itk::ImageIOBase::Pointer(itk::NiftiImageIO::New()), itk::ImageIOBase::Pointer(itk::MetaImageIO::New()),
         itk::ImageIOBase::Pointer(itk::NrrdImageIO::New()), itk::ImageIOBase::Pointer(itk::TIFFImageIO::New()),
