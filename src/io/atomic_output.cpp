@@ -5,9 +5,14 @@
 
 #include <fmt/format.h>
 
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 
 namespace ctd::io::detail {
 namespace {
@@ -22,9 +27,28 @@ fs::path unique_sibling(const fs::path& folder, const std::string& tag) {
 
 }  // namespace
 
+namespace {
+
+// Staging folders left by a process that was killed (kill -9, power loss): their owner is gone.
+void remove_abandoned_staging(const fs::path& folder) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(folder, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.starts_with(".ctdenoise-tmp-") && !name.starts_with(".ctdenoise-old-")) continue;
+    const long pid = std::atol(name.c_str() + std::strlen(".ctdenoise-tmp-"));
+    if (pid > 0 && ::kill(pid_t(pid), 0) != 0 && errno == ESRCH) {
+      std::error_code ignored;
+      fs::remove_all(entry.path(), ignored);
+    }
+  }
+}
+
+}  // namespace
+
 StagedOutput::StagedOutput(const fs::path& destination, bool overwrite)
     : destination_(destination), overwrite_(overwrite) {
   const fs::path parent = destination.parent_path().empty() ? fs::path(".") : destination.parent_path();
+  remove_abandoned_staging(parent);
   staging_ = unique_sibling(parent, "tmp");
   std::error_code ec;
   if (!fs::create_directory(staging_, ec)) {
@@ -55,16 +79,12 @@ std::vector<fs::path> StagedOutput::commit() {
     const fs::path to = parent / from.filename();
     std::error_code ec;
     if (fs::is_directory(from) && fs::exists(to)) {
-      // A folder cannot be renamed over another: move the old one aside, then drop it.
-      const fs::path old = unique_sibling(parent, "old");
-      fs::rename(to, old, ec);
-      if (!ec) fs::rename(from, to, ec);
-      if (ec) {
-        std::error_code restore;
-        if (!fs::exists(to)) fs::rename(old, to, restore);
-        fail(ErrorKind::Io, fmt::format("cannot replace {}: {}", quoted(to), ec.message()));
+      // A folder cannot be renamed over another: the two are swapped in one step (a kill at any
+      // moment leaves the old folder or the new one under the name), then the old one is dropped.
+      if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_EXCHANGE) != 0) {
+        fail(ErrorKind::Io, fmt::format("cannot replace {}: {}", quoted(to), std::strerror(errno)));
       }
-      fs::remove_all(old, ec);
+      fs::remove_all(from, ec);
     } else {
       fs::rename(from, to, ec);
       if (ec) fail(ErrorKind::Io, fmt::format("cannot move the output into {}: {}", quoted(to), ec.message()));
