@@ -123,6 +123,11 @@ int main(int argc, char** argv) {
     std::vector<Bytes> pool;
     for (int s = 0; s < ctd::fuzz::format_count(); ++s) pool.push_back(load(seeds / ("seed-" + std::to_string(s))));
     fs::remove_all(seeds);
+    for (std::size_t i = 0; i < pool.size() && !save.empty(); ++i) {  // libFuzzer starts from these
+      fs::create_directories(save);
+      std::ofstream(fs::path(save) / ("seed-" + std::to_string(i)), std::ios::binary)
+          .write(reinterpret_cast<const char*>(pool[i].data()), std::streamsize(pool[i].size()));
+    }
     for (const Bytes& b : pool) run(b);  // the seeds themselves must read
     for (const auto& [name, counts] : tally) {
       if (counts.second > 0) {
