@@ -14,7 +14,9 @@ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCTD_WITH_C
   -DCMAKE_C_FLAGS="$sanitize" -DCMAKE_CXX_FLAGS="$sanitize" > /dev/null || exit 1
 cmake --build build-fuzz --target fuzz_replay || exit 1
 mkdir -p build-fuzz/findings
-export ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1
+# Sanitizer reports go to files: while a library reads, stderr is held back (LibraryOutputCapture).
+export ASAN_OPTIONS=detect_leaks=0:log_path=$PWD/build-fuzz/findings/sanitizer
+export UBSAN_OPTIONS=print_stacktrace=1:log_path=$PWD/build-fuzz/findings/sanitizer
 build-fuzz/tests/fuzz_replay tests/fuzz/corpus || exit 1
 status=0
 for ((i = 0; i < $(nproc); i++)); do

@@ -246,8 +246,26 @@ void check_tiff_data(const fs::path& path) {
   std::uint64_t pages = 0;
   if (tiff) {
     std::vector<unsigned char> buffer;
+    // ITK sizes its buffers from the first page: every page must have its size and pixel type
+    // (a page whose BitsPerSample is missing overflowed ITK's buffer, found by fuzzing).
+    auto layout = [&] {
+      std::uint32_t width = 0, height = 0;
+      std::uint16_t bits = 1, samples = 1, format = SAMPLEFORMAT_UINT, planar = PLANARCONFIG_CONTIG;
+      TIFFGetField(tiff, TIFFTAG_IMAGEWIDTH, &width);
+      TIFFGetField(tiff, TIFFTAG_IMAGELENGTH, &height);
+      TIFFGetFieldDefaulted(tiff, TIFFTAG_BITSPERSAMPLE, &bits);
+      TIFFGetFieldDefaulted(tiff, TIFFTAG_SAMPLESPERPIXEL, &samples);
+      TIFFGetFieldDefaulted(tiff, TIFFTAG_SAMPLEFORMAT, &format);
+      TIFFGetFieldDefaulted(tiff, TIFFTAG_PLANARCONFIG, &planar);
+      return fmt::format("{} x {}, {} bits, {} sample(s), format {}, planar {}", width, height, bits, samples, format, planar);
+    };
+    const std::string first_layout = layout();
     do {
       ++pages;
+      if (const std::string this_layout = layout(); this_layout != first_layout && first_error.empty()) {
+        first_error = fmt::format("page {} is {}, page 1 is {}: the pages of a stack must match", pages, this_layout, first_layout);
+        break;
+      }
       if (TIFFIsTiled(tiff)) {
         buffer.resize(std::size_t(TIFFTileSize64(tiff)));
         for (uint32_t t = 0; t < TIFFNumberOfTiles(tiff) && first_error.empty(); ++t) {
