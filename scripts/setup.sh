@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake ninja-build pkg-config
-          libinsighttoolkit5-dev libgdcm-dev zlib1g-dev libtiff-dev libpng-dev
+          libinsighttoolkit5-dev libgdcm-dev zlib1g-dev libtiff-dev libpng-dev libdeflate-dev
           libfmt-dev libcli11-dev nlohmann-json3-dev libgtest-dev)
 missing=()
 for p in "${packages[@]}"; do

@@ -108,7 +108,10 @@ void run_filter(const InputOptions& input, const RunOptions& run, FilterJob& job
   context.threads = run.threads;
   available_device(context.device);  // fail on an unavailable device before reading anything
   const auto window = parse_window(run.window);
-  io::WriteOptions write_options{run.overwrite, run.float_output, {}};
+  io::WriteOptions write_options{run.overwrite, run.float_output, {}, run.compression_level};
+  if (run.compression_level < 1 || run.compression_level > 12) {
+    invalid(fmt::format("--compression-level must be 1 (fastest) to 12 (smallest), got {}", run.compression_level));
+  }
 
   io::ReadOptions read_options = input.read_options();
   if (context.device == Device::Cuda) {

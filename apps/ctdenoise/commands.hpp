@@ -37,6 +37,7 @@ struct RunOptions {
   std::string output, json, preview, window;
   std::string device = "auto";
   int threads = 0;
+  int compression_level = 6;  // .nii.gz
   bool overwrite = false, float_output = false, quiet = false;
 };
 

@@ -32,6 +32,9 @@ void add_run_options(CLI::App& cmd, RunOptions& run) {
                                          "0.5-99.5 percentiles)");
   cmd.add_flag("--overwrite", run.overwrite, "Replace existing output files");
   cmd.add_flag("--float", run.float_output, "Write float32 voxels instead of the input's pixel type");
+  cmd.add_option("--compression-level", run.compression_level,
+                 ".nii.gz output: gzip level, 1 (fastest) to 12 (smallest), compressed on all cores")
+      ->capture_default_str();
   cmd.add_flag("-q,--quiet", run.quiet, "No progress bar");
 }
 

@@ -78,6 +78,7 @@ struct WriteOptions {
   bool overwrite = false;     // replace an existing output
   bool float_output = false;  // write float32 instead of the input's pixel type
   std::string description;    // DICOM: appended to SeriesDescription, stored as DerivationDescription
+  int compression_level = 6;  // .nii.gz: gzip level, 1 (fastest) to 12 (smallest; libdeflate's scale)
 };
 
 struct WriteResult {

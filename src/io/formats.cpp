@@ -185,7 +185,9 @@ WriteResult write_image(const Volume& volume, const ImageInfo& source, const fs:
       result.clamped_voxels = detail::write_raw(
           volume, result.pixel_type, source.raw ? source.raw->byte_order : ByteOrder::Little, staged.path());
       break;
-    default: result.clamped_voxels = detail::write_itk(volume, result.pixel_type, format, staged.path()); break;
+    default:
+      result.clamped_voxels = detail::write_itk(volume, result.pixel_type, format, staged.path(), options.compression_level);
+      break;
   }
   result.files = staged.commit();
   return result;

@@ -73,10 +73,12 @@ void probe_dicom_in_child(const fs::path& path);
 Image read_raw(const fs::path& path, const RawLayout& layout, const ReadOptions& options);
 
 // Writers convert to `type` (rounded, clamped) and return how many voxels were clamped.
-std::int64_t write_itk(const Volume& volume, PixelType type, Format format, const fs::path& path);
+std::int64_t write_itk(const Volume& volume, PixelType type, Format format, const fs::path& path, int compression_level);
 std::int64_t write_dicom(const Volume& volume, const ImageInfo& source, PixelType type, const fs::path& path,
                          const WriteOptions& options);
 std::int64_t write_raw(const Volume& volume, PixelType type, ByteOrder order, const fs::path& path);
+// Compresses `source` into `destination` as gzip members of 4 MiB, on all cores (level 1-12).
+void gzip_file(const fs::path& source, const fs::path& destination, int level);
 
 // Rounds and clamps float voxels into T; returns how many were outside T's range.
 template <class T>

@@ -325,14 +325,24 @@ std::int64_t write_typed(const Volume& volume, const fs::path& path) {
 
 }  // namespace
 
-std::int64_t write_itk(const Volume& volume, PixelType type, Format format, const fs::path& path) {
+std::int64_t write_itk(const Volume& volume, PixelType type, Format format, const fs::path& path, int compression_level) {
   // PNG is 2D only, and a single-slice TIFF reads back best as a plain 2D page.
   const bool flat = volume.dims().nz == 1 && (format == Format::Png || format == Format::Tiff);
+  // nifticlib compresses .nii.gz on one core with zlib: ITK writes .nii, compressed here on all.
+  std::string name = path.filename().string();
+  for (char& c : name) c = char(std::tolower(static_cast<unsigned char>(c)));
+  const bool gzipped_nifti = format == Format::Nifti && name.ends_with(".gz");
+  const fs::path written = gzipped_nifti ? fs::path(path).replace_extension("") : path;
   try {
-    return with_pixel_type(type, [&](auto t) {
+    const std::int64_t clamped = with_pixel_type(type, [&](auto t) {
       using T = decltype(t);
-      return flat ? write_typed<T, 2>(volume, path) : write_typed<T, 3>(volume, path);
+      return flat ? write_typed<T, 2>(volume, written) : write_typed<T, 3>(volume, written);
     });
+    if (gzipped_nifti) {
+      gzip_file(written, path, compression_level);
+      fs::remove(written);
+    }
+    return clamped;
   } catch (const itk::ExceptionObject& e) {
     fail(ErrorKind::Io, fmt::format("cannot write {} as {} {}: {}", quoted(path.filename()), to_string(format),
                                     to_string(type), one_line(e.GetDescription())));

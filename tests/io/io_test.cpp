@@ -9,6 +9,8 @@
 #include <fstream>
 #include <limits>
 
+#include <zlib.h>
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -359,6 +361,60 @@ TEST(IoErrors, NonFiniteVoxelsAreNeverHiddenAsZero) {
   const auto back = ctd::io::read_image(dir / "nan.nrrd");
   EXPECT_TRUE(std::isnan(back.volume.data()[17]));
   EXPECT_TRUE(std::isinf(back.volume.data()[3]));
+}
+
+}  // namespace
+
+namespace {
+
+// Gzip members in a file: each is inflated on its own (a reader that stops after the first
+// would lose the rest of the voxels).
+int gzip_members(const fs::path& path, std::uint64_t* inflated) {
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  int members = 0;
+  *inflated = 0;
+  std::size_t at = 0;
+  std::vector<unsigned char> out(1 << 16);
+  while (at < bytes.size()) {
+    z_stream z{};
+    if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) return -1;
+    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data() + at));
+    z.avail_in = uInt(bytes.size() - at);
+    int status;
+    do {
+      z.next_out = out.data();
+      z.avail_out = uInt(out.size());
+      status = inflate(&z, Z_NO_FLUSH);
+      *inflated += out.size() - z.avail_out;
+    } while (status == Z_OK);
+    at = bytes.size() - z.avail_in;
+    inflateEnd(&z);
+    if (status != Z_STREAM_END) return -1;
+    ++members;
+  }
+  return members;
+}
+
+TEST(Io, NiftiGzIsCompressedOnAllCoresAsGzipMembers) {
+  TempDir dir;
+  const ctd::Volume v = pattern({256, 256, 40}, -1000, 2000);  // 5.2 MB of int16: two 4 MiB members
+  for (const int level : {1, 12}) {
+    ctd::io::WriteOptions options;
+    options.compression_level = level;
+    const fs::path path = dir / ("v" + std::to_string(level) + ".nii.gz");
+    ctd::io::write_image(v, info_of(PixelType::Int16), path, options);
+    std::uint64_t inflated = 0;
+    EXPECT_EQ(gzip_members(path, &inflated), 2);
+    EXPECT_EQ(inflated, 352 + 256u * 256 * 40 * 2);  // NIfTI-1 header and extension flag, then voxels
+    expect_same_voxels(ctd::io::read_image(path).volume, v);
+    EXPECT_FALSE(fs::exists(dir / ("v" + std::to_string(level) + ".nii")));  // the uncompressed step is gone
+  }
+  ctd::io::WriteOptions bad;
+  bad.compression_level = 13;
+  EXPECT_TRUE(throws_kind([&] { ctd::io::write_image(v, info_of(PixelType::Int16), dir / "bad.nii.gz", bad); },
+                          ErrorKind::InvalidArgument));
+  EXPECT_FALSE(fs::exists(dir / "bad.nii.gz"));
 }
 
 }  // namespace
