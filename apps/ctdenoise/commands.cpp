@@ -160,6 +160,11 @@ void run_filter(const InputOptions& input, const RunOptions& run, FilterJob& job
                written.clamped_voxels, io::to_string(written.pixel_type));
   }
   if (!run.json.empty()) {
+    // The input's and output's statistics and noise estimates: whole-volume passes of their own.
+    const auto report_start = std::chrono::steady_clock::now();
+    const json input_description = describe_image(image.info, image.volume);
+    const json output_statistics = to_json(statistics(output));
+    const double report_s = seconds_since(report_start);
     json report = {
         {"ctdenoise", CTD_VERSION},
         {"command", job.command},
@@ -167,14 +172,15 @@ void run_filter(const InputOptions& input, const RunOptions& run, FilterJob& job
         {"device", std::string(to_string(result.device))},
         {"algorithm", result.algorithm},
         {"threads", result.threads},
-        {"input", describe_image(image.info, image.volume)},
+        {"input", input_description},
         {"output",
          {{"path", run.output},
           {"format", std::string(io::to_string(io::output_format(run.output)))},
           {"pixel_type", std::string(io::to_string(written.pixel_type))},
           {"clamped_voxels", written.clamped_voxels},
-          {"statistics", to_json(statistics(output))}}},
-        {"timings_s", {{"read", read_s}, {"filter", filter_s}, {"write", write_s}, {"total", seconds_since(start)}}},
+          {"statistics", output_statistics}}},
+        {"timings_s",
+         {{"read", read_s}, {"filter", filter_s}, {"write", write_s}, {"report", report_s}, {"total", seconds_since(start)}}},
     };
     for (const auto& [stage, seconds] : job.timings) report["timings_s"][stage] = seconds;
     if (result.device == Device::Cuda) report["gpu"] = cuda_device_name();

@@ -251,13 +251,16 @@ void check_tiff_data(const fs::path& path) {
     auto layout = [&] {
       std::uint32_t width = 0, height = 0;
       std::uint16_t bits = 1, samples = 1, format = SAMPLEFORMAT_UINT, planar = PLANARCONFIG_CONTIG;
+      std::uint32_t subfile = 0;  // ITK counts the pages marked as pages: they must all be alike
+      TIFFGetField(tiff, TIFFTAG_SUBFILETYPE, &subfile);
       TIFFGetField(tiff, TIFFTAG_IMAGEWIDTH, &width);
       TIFFGetField(tiff, TIFFTAG_IMAGELENGTH, &height);
       TIFFGetFieldDefaulted(tiff, TIFFTAG_BITSPERSAMPLE, &bits);
       TIFFGetFieldDefaulted(tiff, TIFFTAG_SAMPLESPERPIXEL, &samples);
       TIFFGetFieldDefaulted(tiff, TIFFTAG_SAMPLEFORMAT, &format);
       TIFFGetFieldDefaulted(tiff, TIFFTAG_PLANARCONFIG, &planar);
-      return fmt::format("{} x {}, {} bits, {} sample(s), format {}, planar {}", width, height, bits, samples, format, planar);
+      return fmt::format("{} x {}, {} bits, {} sample(s), format {}, planar {}, subfile type {}", width, height, bits, samples,
+                         format, planar, subfile);
     };
     const std::string first_layout = layout();
     do {
@@ -416,6 +419,31 @@ void check_png_data(const fs::path& path) {
     fail(ErrorKind::Io, fmt::format("{} is truncated or corrupt: {}", quoted(path),
                                     failure.message[0] ? failure.message : "libpng cannot decode it"));
   }
+}
+
+}  // namespace ctd::io::detail
+
+namespace ctd::io::detail {
+
+fs::path switch_metaimage_data_file(const fs::path& staged, const fs::path& existing) {
+  const std::string old_name = read_text_header(existing, '=', "elementdatafile").fields["elementdatafile"];
+  const std::string stem = existing.stem().string();
+  const std::string staged_name = stem + ".raw";  // what ITK wrote
+  std::string new_name = staged_name;
+  for (int k = 1; new_name == old_name || (new_name != staged_name && fs::exists(existing.parent_path() / new_name)); ++k) {
+    new_name = fmt::format("{}-{}.raw", stem, k);
+  }
+  if (new_name == staged_name) return old_name.empty() || lower(old_name) == "local" ? fs::path() : existing.parent_path() / old_name;
+  fs::rename(staged.parent_path() / staged_name, staged.parent_path() / new_name);
+  std::ifstream in(staged, std::ios::binary);
+  std::string header{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  in.close();
+  const std::string line = "ElementDataFile = " + staged_name;
+  const auto at = header.find(line);
+  if (at == std::string::npos) fail(ErrorKind::Io, fmt::format("cannot update the data file name in {}", quoted(staged.filename())));
+  header.replace(at, line.size(), "ElementDataFile = " + new_name);
+  std::ofstream(staged, std::ios::binary | std::ios::trunc) << header;
+  return old_name.empty() || lower(old_name) == "local" ? fs::path() : existing.parent_path() / old_name;
 }
 
 }  // namespace ctd::io::detail

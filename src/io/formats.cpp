@@ -189,7 +189,17 @@ WriteResult write_image(const Volume& volume, const ImageInfo& source, const fs:
       result.clamped_voxels = detail::write_itk(volume, result.pixel_type, format, staged.path(), options.compression_level);
       break;
   }
+  // A .mhd replacing an existing one: its data goes to a file the old header does not name, so
+  // that renaming the header switches from the old pair to the new one in one step.
+  fs::path old_data;
+  if (format == Format::MetaImage && lower_name(path).ends_with(".mhd") && fs::exists(path)) {
+    old_data = detail::switch_metaimage_data_file(staged.path(), path);
+  }
   result.files = staged.commit();
+  if (!old_data.empty()) {
+    std::error_code ignored;
+    fs::remove(old_data, ignored);
+  }
   return result;
 }
 

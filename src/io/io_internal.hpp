@@ -58,6 +58,10 @@ void check_nrrd_data(const fs::path& path, std::uint64_t expected_bytes);
 // which lets libpng abort the process on a corrupt PNG).
 void check_tiff_data(const fs::path& path);
 void check_png_data(const fs::path& path);
+// The staged .mhd at `staged` replaces `existing`, whose header names a data file: renames the
+// staged data file to a name the old header does not use (stem.raw or stem-1.raw), points the
+// staged header at it, and returns the old data file (to remove once the new pair is in place).
+fs::path switch_metaimage_data_file(const fs::path& staged, const fs::path& existing);
 
 // The PixelType of an ITK component type; Unsupported for 64-bit integers and the like.
 PixelType pixel_type_of(itk::IOComponentEnum component, const fs::path& path);

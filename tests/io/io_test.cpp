@@ -418,3 +418,24 @@ TEST(Io, NiftiGzIsCompressedOnAllCoresAsGzipMembers) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Io, ReplacingAMetaImagePairSwitchesItsDataFile) {
+  TempDir dir;
+  const ctd::Volume first = pattern({7, 6, 5}, 0, 100), second = pattern({7, 6, 5}, 200, 300);
+  ctd::io::WriteOptions options;
+  options.overwrite = true;
+  ctd::io::write_image(first, info_of(PixelType::Int16), dir / "v.mhd", options);
+  ctd::io::write_image(second, info_of(PixelType::Int16), dir / "v.mhd", options);
+  // The new pair never shared a name with the old one: the data went to v-1.raw, v.raw is gone.
+  EXPECT_TRUE(fs::exists(dir / "v-1.raw"));
+  EXPECT_FALSE(fs::exists(dir / "v.raw"));
+  expect_same_voxels(ctd::io::read_image(dir / "v.mhd").volume, second);
+  ctd::io::write_image(first, info_of(PixelType::Int16), dir / "v.mhd", options);
+  EXPECT_TRUE(fs::exists(dir / "v.raw"));
+  EXPECT_FALSE(fs::exists(dir / "v-1.raw"));
+  expect_same_voxels(ctd::io::read_image(dir / "v.mhd").volume, first);
+}
+
+}  // namespace

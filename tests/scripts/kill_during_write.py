@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """A kill at any moment leaves the old destination or the complete new one, never a mix.
 
-Replaces an existing output (a .nii.gz file and a DICOM series folder) with --overwrite, and
+Replaces an existing output (a .nii.gz file, a DICOM series folder, a .mhd + .raw pair) with
+--overwrite, and
 kills ctdenoise with SIGKILL at random moments of the run (reading, filtering, writing, the final
 rename), many times. After each kill the destination must be byte for byte the old output or the
 new one (made once, uninterrupted, beforehand).
@@ -24,11 +25,12 @@ os.makedirs(work)
 
 
 def digest(path):
-    """A file's bytes as a hash; for a DICOM series folder (new UIDs every run), its file names
-    and its voxels as ctdenoise reads them."""
+    """A file's bytes as a hash; for a DICOM series folder (new UIDs every run) and a MetaImage
+    header with its data file (whose name alternates), the voxels as ctdenoise reads them."""
     h = hashlib.sha256()
-    if os.path.isdir(path):
-        h.update(" ".join(sorted(os.listdir(path))).encode())
+    if os.path.isdir(path) or (path.endswith(".mhd") and os.path.exists(path)):
+        if os.path.isdir(path):
+            h.update(str(len(os.listdir(path))).encode())
         voxels = os.path.join(work, "digest.raw")
         result = subprocess.run([ctdenoise, "convert", path, voxels, "--overwrite", "-q"], capture_output=True)
         if result.returncode != 0:
@@ -59,7 +61,7 @@ layout = ["--raw-dims", f"{nx},{ny},{nz}", "--raw-type", "int16"]
 filter_args = ["nlm", "--search-radius", "2", "--patch-radius", "1", "--h", "40", "--device", "cpu"]
 
 failures = []
-for suffix in ["out.nii.gz", "series"]:
+for suffix in ["out.nii.gz", "series", "out.mhd"]:
     dest = os.path.join(work, suffix)
     new = os.path.join(work, "new_" + suffix)
     run(*filter_args, raw, new, *layout)  # the complete new output
@@ -74,8 +76,7 @@ for suffix in ["out.nii.gz", "series"]:
     for r in range(rounds):
         # Restore the old output when the previous round replaced it.
         if digest(dest) != old_digest:
-            shutil.rmtree(dest, ignore_errors=True) if os.path.isdir(dest) else os.remove(dest)
-            run("convert", raw, dest, *layout)
+            run("convert", raw, dest, *layout, "--overwrite")
         proc = subprocess.Popen([ctdenoise, *filter_args, raw, dest, *layout, "--overwrite", "-q"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(rng.uniform(0, duration * 1.1))
