@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <system_error>
 
 namespace {
 
@@ -186,6 +187,14 @@ int main(int argc, char** argv) {
   } catch (const std::bad_alloc&) {
     fmt::print(stderr, "ctdenoise: out of memory\n");
     return kOutOfMemory;
+  } catch (const std::system_error& e) {
+    // A thread that cannot start (no memory for its stack) is out of memory too.
+    if (e.code() == std::errc::resource_unavailable_try_again || e.code() == std::errc::not_enough_memory) {
+      fmt::print(stderr, "ctdenoise: out of memory: {}\n", e.what());
+      return kOutOfMemory;
+    }
+    fmt::print(stderr, "ctdenoise: internal error: {}\n", e.what());
+    return kInternalError;
   } catch (const std::exception& e) {
     fmt::print(stderr, "ctdenoise: internal error: {}\n", e.what());
     return kInternalError;

@@ -1,11 +1,19 @@
 #include "cpu/thread_pool.hpp"
 
+#include <system_error>
+
 #include <algorithm>
 
 namespace ctd::cpu {
 
 ThreadPool::ThreadPool(int threads) {
-  for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { worker_loop(); });
+  for (int i = 1; i < threads; ++i) {
+    try {
+      workers_.emplace_back([this] { worker_loop(); });
+    } catch (const std::system_error&) {
+      break;  // no memory for another thread's stack: run on the threads there are
+    }
+  }
 }
 
 ThreadPool::~ThreadPool() {

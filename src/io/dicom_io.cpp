@@ -217,7 +217,7 @@ Image read_dicom(const fs::path& path, const ReadOptions& options) {
       image.info.format = Format::Dicom;
     }
   } catch (const itk::ExceptionObject& e) {
-    fail(ErrorKind::Io, fmt::format("cannot read DICOM {}: {}", quoted(path), one_line(e.GetDescription())));
+    fail(kind_of(e), fmt::format("cannot read DICOM {}: {}", quoted(path), one_line(e.GetDescription())));
   }
   if (gdcm_io->GetNumberOfComponents() != 1) {
     fail(ErrorKind::Unsupported, fmt::format("{} is a colour DICOM image ({} samples per pixel); only grayscale "

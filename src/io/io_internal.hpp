@@ -5,6 +5,7 @@
 #include <ctdenoise/io.hpp>
 
 #include <itkCommonEnums.h>
+#include <itkMacro.h>
 #include <itkImage.h>
 #include <itkMetaDataDictionary.h>
 
@@ -31,6 +32,8 @@ namespace fs = std::filesystem;
 // ITK messages span lines and carry file:line noise; keep one readable line.
 std::string one_line(const std::string& message);
 std::string quoted(const fs::path& path);  // 'path' for messages
+// OutOfMemory for ITK's allocation failures, Io for the rest.
+ErrorKind kind_of(const itk::ExceptionObject& e);
 
 void register_itk_factories();  // also silences ITK/GDCM warnings: failures arrive as exceptions
 

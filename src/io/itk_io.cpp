@@ -11,6 +11,7 @@
 #include <itkImageFileWriter.h>
 #include <itkImageIOFactory.h>
 #include <itkMetaImageIO.h>
+#include <itkMultiThreaderBase.h>
 #include <itkMetaImageIOFactory.h>
 #include <itkNiftiImageIO.h>
 #include <itkNiftiImageIOFactory.h>
@@ -47,12 +48,20 @@ std::string one_line(const std::string& message) {
 
 std::string quoted(const fs::path& path) { return fmt::format("'{}'", path.string()); }
 
+ErrorKind kind_of(const itk::ExceptionObject& e) {
+  return dynamic_cast<const itk::MemoryAllocationError*>(&e) != nullptr ? ErrorKind::OutOfMemory : ErrorKind::Io;
+}
+
 void register_itk_factories() {
   // Registered by hand (not through ITK's generated registration) so that only these formats,
   // in this order, are probed.
   static std::once_flag once;
   std::call_once(once, [] {
     itk::Object::GlobalWarningDisplayOff();
+    // ITK only reads and writes here: its thread pool would only add threads (and a crash at
+    // exit when one of them cannot start for want of memory).
+    itk::MultiThreaderBase::SetGlobalDefaultThreader(itk::MultiThreaderBase::ThreaderEnum::Platform);
+    itk::MultiThreaderBase::SetGlobalDefaultNumberOfThreads(1);
     gdcm::Trace::WarningOff();
     gdcm::Trace::DebugOff();
     gdcm::Trace::ErrorOff();
@@ -287,7 +296,7 @@ Image read_itk(const fs::path& original_path, const ReadOptions& options) {
     const FloatImage* itk_image = reader->GetOutput();
     image.volume = to_volume(*itk_image);
   } catch (const itk::ExceptionObject& e) {
-    fail(ErrorKind::Io, fmt::format("cannot read {}: {}", quoted(original_path), one_line(e.GetDescription())));
+    fail(kind_of(e), fmt::format("cannot read {}: {}", quoted(original_path), one_line(e.GetDescription())));
   }
   return image;
 }
