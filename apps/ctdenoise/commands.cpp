@@ -162,7 +162,8 @@ void run_filter(const InputOptions& input, const RunOptions& run, FilterJob& job
   if (!run.json.empty()) {
     // The input's and output's statistics and noise estimates: whole-volume passes of their own.
     const auto report_start = std::chrono::steady_clock::now();
-    const json input_description = describe_image(image.info, image.volume);
+    const json input_description =
+        describe_image(image.info, image.volume, job.parameters.value("noise_model", json(nullptr)));
     const json output_statistics = to_json(statistics(output));
     const double report_s = seconds_since(report_start);
     json report = {

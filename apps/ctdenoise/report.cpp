@@ -37,12 +37,16 @@ nlohmann::json noise_model_json(const NoiseModel& m) {
           {"fell_back_to_white", m.fell_back_to_white}};
 }
 
-nlohmann::json noise_json(const Volume& volume) {
+nlohmann::json noise_json(const Volume& volume, const nlohmann::json& known_model) {
   nlohmann::json j = nlohmann::json::object();
-  try {
-    j["model"] = noise_model_json(estimate_noise_model(volume.view()));
-  } catch (const Error&) {
-    // too small to model: leave it out
+  if (!known_model.is_null()) {
+    j["model"] = known_model;  // measured already (the automatic parameters): a pass saved
+  } else {
+    try {
+      j["model"] = noise_model_json(estimate_noise_model(volume.view()));
+    } catch (const Error&) {
+      // too small to model: leave it out
+    }
   }
   for (auto method : {NoiseEstimator::PseudoResidual, NoiseEstimator::WaveletMad}) {
     try {
@@ -60,7 +64,7 @@ nlohmann::json to_json(const Statistics& s) {
   return {{"min", s.min}, {"max", s.max}, {"mean", s.mean}, {"std", s.std}};
 }
 
-nlohmann::json describe_image(const io::ImageInfo& info, const Volume& volume) {
+nlohmann::json describe_image(const io::ImageInfo& info, const Volume& volume, const nlohmann::json& known_model) {
   const Dims d = volume.dims();
   const Geometry& g = volume.geometry;
   nlohmann::json j = {
@@ -73,7 +77,7 @@ nlohmann::json describe_image(const io::ImageInfo& info, const Volume& volume) {
       {"origin_mm", g.origin},
       {"direction", g.direction},
       {"statistics", to_json(statistics(volume))},
-      {"noise_sigma", noise_json(volume)},
+      {"noise_sigma", noise_json(volume, known_model)},
   };
   if (!info.attributes.empty()) j["dicom"] = info.attributes;
   if (!info.notes.empty()) j["notes"] = info.notes;

@@ -18,12 +18,13 @@ struct Statistics {
 Statistics statistics(const Volume& volume);
 
 nlohmann::json to_json(const Statistics& s);
-// Both noise estimates (include/ctdenoise/noise.hpp); empty for images too small to estimate.
 // The noise model behind the automatic parameters, for reports.
 nlohmann::json noise_model_json(const NoiseModel& m);
-nlohmann::json noise_json(const Volume& volume);
-// Path, format, pixel type, dims, geometry, DICOM attributes and reader notes of an image.
-nlohmann::json describe_image(const io::ImageInfo& info, const Volume& volume);
+// The noise model and both noise estimates (include/ctdenoise/noise.hpp); empty for images too
+// small to estimate. A model already measured (noise_model_json) is used as it is.
+nlohmann::json noise_json(const Volume& volume, const nlohmann::json& known_model = nullptr);
+// Path, format, pixel type, dims, geometry, noise, DICOM attributes and reader notes of an image.
+nlohmann::json describe_image(const io::ImageInfo& info, const Volume& volume, const nlohmann::json& known_model = nullptr);
 // The same for people: `ctdenoise info`.
 std::string format_image(const io::ImageInfo& info, const Volume& volume);
 
