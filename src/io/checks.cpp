@@ -29,11 +29,6 @@ std::string trim(const std::string& s) {
   return s.substr(first, s.find_last_not_of(" \t\r\n") - first + 1);
 }
 
-std::string lower(std::string s) {
-  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 std::string size_text(std::uint64_t bytes) {
   if (bytes >= (std::uint64_t(1) << 30)) return fmt::format("{:.1f} GiB", double(bytes) / double(1 << 30));
   return fmt::format("{:.1f} MiB", double(bytes) / double(1 << 20));
@@ -122,7 +117,7 @@ TextHeader read_text_header(const fs::path& path, char separator, const std::str
     if (last_key.empty() && trimmed.empty()) break;  // NRRD: the blank line ends the header
     const auto at = trimmed.find(separator);
     if (at == std::string::npos) continue;
-    std::string key = lower(trim(trimmed.substr(0, at)));
+    std::string key = lower_case(trim(trimmed.substr(0, at)));
     // NRRD key/value pairs use ":=", fields ":"
     if (separator == ':' && at + 1 < trimmed.size() && trimmed[at + 1] == '=') continue;
     header.fields[key] = trim(trimmed.substr(at + 1));
@@ -183,10 +178,10 @@ void check_metaimage_data(const fs::path& path, std::uint64_t expected) {
   const std::string data = field("elementdatafile");
   if (data.empty()) fail(ErrorKind::Io, fmt::format("{} has no ElementDataFile line: not a complete MetaImage header", quoted(path)));
   // A list of files, or a file name pattern: one file a slice, checked by MetaIO itself.
-  if (lower(data) == "list" || data.find('%') != std::string::npos) return;
-  const bool local = lower(data) == "local";
+  if (lower_case(data) == "list" || data.find('%') != std::string::npos) return;
+  const bool local = lower_case(data) == "local";
   const fs::path file = local ? path : path.parent_path() / data;
-  const bool compressed = lower(field("compresseddata")) == "true";
+  const bool compressed = lower_case(field("compresseddata")) == "true";
   std::uint64_t offset = local ? h.data_offset : 0;
   const std::string header_size = field("headersize");
   if (!local && !header_size.empty()) {
@@ -213,9 +208,9 @@ void check_nrrd_data(const fs::path& path, std::uint64_t expected) {
   std::string data = field("data file");
   if (data.empty()) data = field("datafile");
   // Several data files (a list or a pattern): each is checked by the NRRD library.
-  if (lower(data).starts_with("list") || data.find(' ') != std::string::npos || data.find('%') != std::string::npos) return;
+  if (lower_case(data).starts_with("list") || data.find(' ') != std::string::npos || data.find('%') != std::string::npos) return;
   const fs::path file = data.empty() ? path : (fs::path(data).is_absolute() ? fs::path(data) : path.parent_path() / data);
-  const std::string encoding = lower(field("encoding"));
+  const std::string encoding = lower_case(field("encoding"));
   const long long line_skip = std::atoll(field("line skip").c_str()), byte_skip = std::atoll(field("byte skip").c_str());
   if (line_skip != 0 || byte_skip != 0) return;  // rare layouts: left to the NRRD library
   const std::uint64_t offset = data.empty() ? h.data_offset : 0;
@@ -303,6 +298,75 @@ void check_tiff_data(const fs::path& path) {
 
 namespace ctd::io::detail {
 
+namespace {
+
+// A NIfTI header's fields, read in the file's byte order (sizeof_hdr is 348 for NIfTI-1 and 540
+// for NIfTI-2 in the file's order; anything else means the other order).
+class NiftiBytes {
+ public:
+  explicit NiftiBytes(const unsigned char* bytes) : bytes_(bytes) {
+    std::int32_t sizeof_hdr;
+    std::memcpy(&sizeof_hdr, bytes, 4);
+    swapped_ = sizeof_hdr != 348 && sizeof_hdr != 540;
+  }
+  template <class T>
+  T load(std::size_t offset) const {
+    T value;
+    std::memcpy(&value, bytes_ + offset, sizeof value);
+    if (swapped_) {
+      auto* b = reinterpret_cast<unsigned char*>(&value);
+      std::reverse(b, b + sizeof value);
+    }
+    return value;
+  }
+
+ private:
+  const unsigned char* bytes_;
+  bool swapped_;
+};
+
+}  // namespace
+
+// ITK's NIfTI reader accepts a file whose voxel data is cut short, and its NIfTI library turns
+// NaN and infinite floats into 0 without a word. Both would go unnoticed, so read the file once
+// more (zlib reads plain and gzipped files alike) to check its length and its float values.
+void check_nifti_data(const fs::path& path, bool float32, bool float64, std::uint64_t voxel_bytes) {
+  gzFile file = gzopen(path.c_str(), "rb");
+  if (!file) fail(ErrorKind::Io, fmt::format("cannot open {}", quoted(path)));
+  std::vector<char> bytes;
+  std::vector<char> buffer(1 << 20);
+  int got;
+  while ((got = gzread(file, buffer.data(), unsigned(buffer.size()))) > 0) bytes.insert(bytes.end(), buffer.data(), buffer.data() + got);
+  int zerr = Z_OK;
+  const std::string zmessage = gzerror(file, &zerr);
+  gzclose(file);
+  if (got < 0 || (zerr != Z_OK && zerr != Z_STREAM_END) || bytes.size() < 348) {
+    fail(ErrorKind::Io, fmt::format("cannot read {}: {} (truncated or corrupt file)", quoted(path), zmessage));
+  }
+  // vox_offset: a float at byte 108 (NIfTI-1, 348-byte header) or an int64 at byte 168 (NIfTI-2).
+  const NiftiBytes h(reinterpret_cast<const unsigned char*>(bytes.data()));
+  const std::int32_t header_size = h.load<std::int32_t>(0);
+  const double offset = header_size == 540 && bytes.size() >= 540 ? double(h.load<std::int64_t>(168)) : double(h.load<float>(108));
+  const auto start = static_cast<std::uint64_t>(std::max(offset, double(header_size)));
+  if (bytes.size() < start + voxel_bytes) {
+    fail(ErrorKind::Io, fmt::format("{} is truncated: its voxel data needs {} bytes, the file holds {}", quoted(path),
+                                    start + voxel_bytes, bytes.size()));
+  }
+  std::uint64_t bad = 0;
+  auto count = [&](auto zero) {
+    using T = decltype(zero);
+    for (std::uint64_t at = start; at + sizeof(T) <= start + voxel_bytes; at += sizeof(T)) {
+      bad += std::isfinite(h.load<T>(at)) ? 0 : 1;
+    }
+  };
+  if (float32) count(float{});
+  if (float64) count(double{});
+  if (bad > 0) {
+    fail(ErrorKind::InvalidArgument,
+         fmt::format("{} has {} NaN or infinite voxel(s); replace them before filtering", quoted(path), bad));
+  }
+}
+
 void check_nifti_header(const fs::path& path) {
   gzFile file = gzopen(path.c_str(), "rb");
   if (!file) fail(ErrorKind::Io, fmt::format("cannot open {}", quoted(path)));
@@ -310,21 +374,11 @@ void check_nifti_header(const fs::path& path) {
   const int got = gzread(file, bytes, sizeof bytes);
   gzclose(file);
   if (got < 348) fail(ErrorKind::Io, fmt::format("{} is truncated: a NIfTI header has 348 bytes, the file {}", quoted(path), got));
-  std::int32_t sizeof_hdr;
-  std::memcpy(&sizeof_hdr, bytes, 4);
-  const bool swapped = sizeof_hdr != 348 && sizeof_hdr != 540;
-  auto load = [&](std::size_t offset, auto value) {
-    std::memcpy(&value, bytes + offset, sizeof value);
-    if (swapped) {
-      auto* b = reinterpret_cast<unsigned char*>(&value);
-      std::reverse(b, b + sizeof value);
-    }
-    return value;
-  };
-  const bool nifti2 = load(0, std::int32_t{}) == 540;
+  const NiftiBytes h(bytes);
+  const bool nifti2 = h.load<std::int32_t>(0) == 540;
   if (nifti2 && got < 540) fail(ErrorKind::Io, fmt::format("{} is truncated: a NIfTI-2 header has 540 bytes", quoted(path)));
-  auto dim = [&](int i) { return nifti2 ? load(16 + 8 * std::size_t(i), std::int64_t{}) : std::int64_t(load(40 + 2 * std::size_t(i), std::int16_t{})); };
-  auto pixdim = [&](int i) { return nifti2 ? load(104 + 8 * std::size_t(i), double{}) : double(load(76 + 4 * std::size_t(i), float{})); };
+  auto dim = [&](int i) { return nifti2 ? h.load<std::int64_t>(16 + 8 * std::size_t(i)) : std::int64_t(h.load<std::int16_t>(40 + 2 * std::size_t(i))); };
+  auto pixdim = [&](int i) { return nifti2 ? h.load<double>(104 + 8 * std::size_t(i)) : double(h.load<float>(76 + 4 * std::size_t(i))); };
   const std::int64_t rank = dim(0);
   if (rank < 1 || rank > 7) fail(ErrorKind::Io, fmt::format("{} has a corrupt header: {} dimensions (dim[0] must be 1 to 7)", quoted(path), rank));
   for (int i = 1; i <= rank; ++i) {
@@ -334,8 +388,8 @@ void check_nifti_header(const fs::path& path) {
   // and never ends on some absurd ones (both found by fuzzing). Lengths beyond a kilometre are
   // not a scan.
   const std::size_t quatern = nifti2 ? 360 : 256, srow = nifti2 ? 408 : 280;
-  auto field = [&](std::size_t k) { return nifti2 ? load(quatern + 8 * k, double{}) : double(load(quatern + 4 * k, float{})); };
-  auto affine = [&](std::size_t k) { return nifti2 ? load(srow + 8 * k, double{}) : double(load(srow + 4 * k, float{})); };
+  auto field = [&](std::size_t k) { return nifti2 ? h.load<double>(quatern + 8 * k) : double(h.load<float>(quatern + 4 * k)); };
+  auto affine = [&](std::size_t k) { return nifti2 ? h.load<double>(srow + 8 * k) : double(h.load<float>(srow + 4 * k)); };
   constexpr double kMaxMillimetres = 1e6;
   for (std::size_t k = 0; k < 6; ++k) {
     const double limit = k < 3 ? 1.0 + 1e-6 : kMaxMillimetres;  // quaternion b, c, d; then the offsets
@@ -433,7 +487,7 @@ fs::path switch_metaimage_data_file(const fs::path& staged, const fs::path& exis
   for (int k = 1; new_name == old_name || (new_name != staged_name && fs::exists(existing.parent_path() / new_name)); ++k) {
     new_name = fmt::format("{}-{}.raw", stem, k);
   }
-  if (new_name == staged_name) return old_name.empty() || lower(old_name) == "local" ? fs::path() : existing.parent_path() / old_name;
+  if (new_name == staged_name) return old_name.empty() || lower_case(old_name) == "local" ? fs::path() : existing.parent_path() / old_name;
   fs::rename(staged.parent_path() / staged_name, staged.parent_path() / new_name);
   std::ifstream in(staged, std::ios::binary);
   std::string header{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
@@ -443,7 +497,7 @@ fs::path switch_metaimage_data_file(const fs::path& staged, const fs::path& exis
   if (at == std::string::npos) fail(ErrorKind::Io, fmt::format("cannot update the data file name in {}", quoted(staged.filename())));
   header.replace(at, line.size(), "ElementDataFile = " + new_name);
   std::ofstream(staged, std::ios::binary | std::ios::trunc) << header;
-  return old_name.empty() || lower(old_name) == "local" ? fs::path() : existing.parent_path() / old_name;
+  return old_name.empty() || lower_case(old_name) == "local" ? fs::path() : existing.parent_path() / old_name;
 }
 
 }  // namespace ctd::io::detail

@@ -57,11 +57,7 @@ std::string_view to_string(Format format) noexcept {
 
 namespace {
 
-std::string lower_name(const fs::path& path) {
-  std::string name = path.filename().string();
-  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return name;
-}
+std::string lower_name(const fs::path& path) { return detail::lower_case(path.filename().string()); }
 
 bool ends_with(const std::string& s, std::string_view suffix) { return s.ends_with(suffix); }
 

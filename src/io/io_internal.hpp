@@ -10,6 +10,7 @@
 #include <itkMetaDataDictionary.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -32,6 +33,10 @@ namespace fs = std::filesystem;
 // ITK messages span lines and carry file:line noise; keep one readable line.
 std::string one_line(const std::string& message);
 std::string quoted(const fs::path& path);  // 'path' for messages
+inline std::string lower_case(std::string s) {
+  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
 // OutOfMemory for ITK's allocation failures, Io for the rest.
 ErrorKind kind_of(const itk::ExceptionObject& e);
 
@@ -53,6 +58,9 @@ void check_header(const fs::path& path, const std::vector<std::uint64_t>& extent
                   std::size_t bytes_per_voxel, const ReadOptions& options);
 // The raw NIfTI header (the library repairs negative dimensions and zero spacing silently).
 void check_nifti_header(const fs::path& path);
+// ITK's NIfTI reader accepts voxel data cut short and turns NaN and infinite floats into 0: the
+// file is read once more to check its length and (float32/float64 voxels) its values.
+void check_nifti_data(const fs::path& path, bool float32, bool float64, std::uint64_t voxel_bytes);
 // The declared voxel bytes are all there (uncompressed: the file is long enough; compressed: the
 // stream inflates to them and ends cleanly).
 void check_metaimage_data(const fs::path& path, std::uint64_t expected_bytes);

@@ -23,7 +23,6 @@
 #include <itkTIFFImageIOFactory.h>
 
 #include <gdcmTrace.h>
-#include <zlib.h>
 
 #include <unistd.h>
 
@@ -100,57 +99,6 @@ PixelType pixel_type_of(itk::IOComponentEnum component, const fs::path& path) {
 
 namespace {
 
-// ITK's NIfTI reader accepts a file whose voxel data is cut short, and its NIfTI library turns
-// NaN and infinite floats into 0 without a word. Both would go unnoticed, so read the file once
-// more (zlib reads plain and gzipped files alike) to check its length and its float values.
-void check_nifti(const fs::path& path, itk::IOComponentEnum component, std::uint64_t voxel_bytes) {
-  gzFile file = gzopen(path.c_str(), "rb");
-  if (!file) fail(ErrorKind::Io, fmt::format("cannot open {}", quoted(path)));
-  std::vector<char> bytes;
-  std::vector<char> buffer(1 << 20);
-  int got;
-  while ((got = gzread(file, buffer.data(), unsigned(buffer.size()))) > 0) bytes.insert(bytes.end(), buffer.data(), buffer.data() + got);
-  int zerr = Z_OK;
-  const std::string zmessage = gzerror(file, &zerr);
-  gzclose(file);
-  if (got < 0 || (zerr != Z_OK && zerr != Z_STREAM_END) || bytes.size() < 348) {
-    fail(ErrorKind::Io, fmt::format("cannot read {}: {} (truncated or corrupt file)", quoted(path), zmessage));
-  }
-  // vox_offset: a float at byte 108 (NIfTI-1, 348-byte header) or an int64 at byte 168 (NIfTI-2).
-  std::int32_t sizeof_hdr;
-  std::memcpy(&sizeof_hdr, bytes.data(), 4);
-  const bool swapped = sizeof_hdr != 348 && sizeof_hdr != 540;
-  auto load = [&](std::size_t offset, auto value) {
-    std::memcpy(&value, bytes.data() + offset, sizeof value);
-    if (swapped) {
-      auto* b = reinterpret_cast<unsigned char*>(&value);
-      std::reverse(b, b + sizeof value);
-    }
-    return value;
-  };
-  const std::int32_t header_size = swapped ? load(0, std::int32_t{}) : sizeof_hdr;
-  const double offset = header_size == 540 && bytes.size() >= 540 ? double(load(168, std::int64_t{}))
-                                                                    : double(load(108, float{}));
-  const auto start = static_cast<std::uint64_t>(std::max(offset, double(header_size)));
-  if (bytes.size() < start + voxel_bytes) {
-    fail(ErrorKind::Io, fmt::format("{} is truncated: its voxel data needs {} bytes, the file holds {}", quoted(path),
-                                    start + voxel_bytes, bytes.size()));
-  }
-  std::uint64_t bad = 0;
-  auto count = [&](auto zero) {
-    using T = decltype(zero);
-    for (std::uint64_t at = start; at + sizeof(T) <= start + voxel_bytes; at += sizeof(T)) {
-      bad += std::isfinite(load(at, T{})) ? 0 : 1;
-    }
-  };
-  if (component == itk::IOComponentEnum::FLOAT) count(float{});
-  if (component == itk::IOComponentEnum::DOUBLE) count(double{});
-  if (bad > 0) {
-    fail(ErrorKind::InvalidArgument,
-         fmt::format("{} has {} NaN or infinite voxel(s); replace them before filtering", quoted(path), bad));
-  }
-}
-
 Format format_of(const itk::ImageIOBase& imageio) {
   if (dynamic_cast<const itk::NiftiImageIO*>(&imageio)) return Format::Nifti;
   if (dynamic_cast<const itk::MetaImageIO*>(&imageio)) return Format::MetaImage;
@@ -183,8 +131,7 @@ class UnambiguousNiftiPath {
  public:
   explicit UnambiguousNiftiPath(const fs::path& path) : path_(path) {
     std::string name = path.filename().string();
-    std::string lower = name;
-    for (char& c : lower) c = char(std::tolower(static_cast<unsigned char>(c)));
+    const std::string lower = lower_case(name);
     fs::path sibling;
     if (lower.ends_with(".nii.gz")) sibling = path.parent_path() / name.substr(0, name.size() - 3);
     else if (lower.ends_with(".nii")) sibling = path.parent_path() / (name + ".gz");
@@ -283,7 +230,10 @@ Image read_itk(const fs::path& original_path, const ReadOptions& options) {
     check_header(original_path, extent, spacing, imageio->GetComponentSize(), options);
     const std::uint64_t voxel_bytes = imageio->GetImageSizeInBytes();
     switch (image.info.format) {
-      case Format::Nifti: check_nifti(original_path, imageio->GetComponentType(), voxel_bytes); break;
+      case Format::Nifti:
+        check_nifti_data(original_path, imageio->GetComponentType() == itk::IOComponentEnum::FLOAT,
+                         imageio->GetComponentType() == itk::IOComponentEnum::DOUBLE, voxel_bytes);
+        break;
       case Format::MetaImage: check_metaimage_data(original_path, voxel_bytes); break;
       case Format::Nrrd: check_nrrd_data(original_path, voxel_bytes); break;
       default: break;  // TIFF and PNG: checked above
@@ -338,9 +288,7 @@ std::int64_t write_itk(const Volume& volume, PixelType type, Format format, cons
   // PNG is 2D only, and a single-slice TIFF reads back best as a plain 2D page.
   const bool flat = volume.dims().nz == 1 && (format == Format::Png || format == Format::Tiff);
   // nifticlib compresses .nii.gz on one core with zlib: ITK writes .nii, compressed here on all.
-  std::string name = path.filename().string();
-  for (char& c : name) c = char(std::tolower(static_cast<unsigned char>(c)));
-  const bool gzipped_nifti = format == Format::Nifti && name.ends_with(".gz");
+  const bool gzipped_nifti = format == Format::Nifti && lower_case(path.filename().string()).ends_with(".gz");
   const fs::path written = gzipped_nifti ? fs::path(path).replace_extension("") : path;
   try {
     const std::int64_t clamped = with_pixel_type(type, [&](auto t) {
