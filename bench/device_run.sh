@@ -25,7 +25,7 @@ fi
 if [ "$sanitize" = sanitize ]; then
   # Small cases that reach every kernel. Racecheck takes minutes per case on NLM tiled/zslide's
   # shared-memory loops, so it runs them on the smallest 3D case only.
-  nlm='*NlmCuda.*odd_2D_larger*:*NlmCuda.*odd_non_cubic_3D*:*NlmCuda.*centre_max_3D*:*NlmCuda.*3D_N4_like_radii*:*NlmCuda.*3D_interior_tiles*:*NlmCuda.*gaussian_patch_3D*:*2D_split_search*:*DeviceApi*:*NlmCudaFused2d*'
+  nlm='*NlmCuda.*odd_2D_larger*:*NlmCuda.*odd_non_cubic_3D*:*NlmCuda.*centre_max_3D*:*NlmCuda.*3D_N4_like_radii*:*NlmCuda.*3D_interior_tiles*:*NlmCuda.*gaussian_patch_3D*:*2D_split_search*:*DeviceApi*:*NlmCudaFused2d*:*NlmCudaHostApi*'
   bf='*BilateralCuda.*odd_non_cubic_3D*:*BilateralCuda.*2D_B1_like*:*BilateralCudaProperties.BitIdentical*:*BilateralCudaCompressive.*:*CompressiveWalk*small*'
   run_tool() {  # tool, log, filter, variants
     CTD_TEST_VARIANTS=$4 compute-sanitizer --tool $1 --error-exitcode 9 build-dev/tests/cuda_tests \

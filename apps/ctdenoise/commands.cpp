@@ -97,8 +97,22 @@ struct FilterJob {
   json parameters;
   std::string description;  // for DICOM DerivationDescription
   std::function<FilterRun(const io::Image& in, Volume& out, const ExecContext&)> filter;
-  std::map<std::string, double> timings;  // stages before the filter (e.g. "auto"), seconds
+  io::StageTimes stages;  // before the filter: "noise model", "automatic h" (seconds)
 };
+
+// A stage's line on stderr while it runs, and its time in `stages`.
+template <class F>
+decltype(auto) timed_stage(io::StageTimes& stages, const std::string& name, const std::string& line, bool quiet, F&& f) {
+  const auto start = std::chrono::steady_clock::now();
+  struct Record {
+    io::StageTimes& stages;
+    const std::string& name;
+    std::chrono::steady_clock::time_point start;
+    ~Record() { stages.emplace_back(name, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()); }
+  } record{stages, name, start};
+  const StageLine shown(line, progress_wanted(quiet));
+  return f();
+}
 
 void run_filter(const InputOptions& input, const RunOptions& run, FilterJob& job,
                 const std::function<void(const io::Image&)>& before_filter = {}) {
@@ -119,7 +133,10 @@ void run_filter(const InputOptions& input, const RunOptions& run, FilterJob& job
     read_options.max_voxels = kMaxCudaVoxels;
     read_options.max_voxels_reason = "the CUDA filters take volumes of under 2^31 voxels; use --device cpu";
   }
-  const io::Image image = io::read_image(input.path, read_options);
+  const io::Image image = [&] {
+    const StageLine shown(fmt::format("{}: reading {}", job.command, input.path), progress_wanted(run.quiet));
+    return io::read_image(input.path, read_options);
+  }();
   const double read_s = seconds_since(start);
   if (before_filter) before_filter(image);
   write_options.description = job.description;  // complete now: it holds the automatic parameters
@@ -148,10 +165,16 @@ void run_filter(const InputOptions& input, const RunOptions& run, FilterJob& job
   }
 
   const auto write_start = std::chrono::steady_clock::now();
-  const io::WriteResult written = io::write_image(output, image.info, run.output, write_options);
+  const io::WriteResult written = [&] {
+    const StageLine shown(fmt::format("{}: writing {}", job.command, run.output), progress_wanted(run.quiet));
+    return io::write_image(output, image.info, run.output, write_options);
+  }();
+  io::StageTimes preview_stage;
   if (!run.preview.empty()) {
-    const Picture pic = make_preview(image.volume, output, window);
-    io::write_gray8_png(pic.pixels, pic.width, pic.height, run.preview, run.overwrite);
+    timed_stage(preview_stage, "preview", fmt::format("{}: writing {}", job.command, run.preview), run.quiet, [&] {
+      const Picture pic = make_preview(image.volume, output, window);
+      io::write_gray8_png(pic.pixels, pic.width, pic.height, run.preview, run.overwrite);
+    });
   }
   const double write_s = seconds_since(write_start);
 
@@ -162,10 +185,27 @@ void run_filter(const InputOptions& input, const RunOptions& run, FilterJob& job
   if (!run.json.empty()) {
     // The input's and output's statistics and noise estimates: whole-volume passes of their own.
     const auto report_start = std::chrono::steady_clock::now();
+    const StageLine shown(fmt::format("{}: measuring for the report", job.command), progress_wanted(run.quiet));
     const json input_description =
         describe_image(image.info, image.volume, job.parameters.value("noise_model", json(nullptr)));
-    const json output_statistics = to_json(statistics(output));
+    const json output_statistics = to_json(statistics(output.view()));
     const double report_s = seconds_since(report_start);
+    // Every stage in the order it ran; they add up to the total but for small gaps between them.
+    json stages = json::array();
+    auto add = [&](const std::string& name, double seconds) { stages.push_back({{"stage", name}, {"seconds", seconds}}); };
+    for (const auto& [name, seconds] : image.info.stages) add("read: " + name, seconds);
+    for (const auto& [name, seconds] : job.stages) add(name, seconds);
+    double filter_parts = 0;
+    for (const char* part : {"upload", "kernel", "download"}) {
+      if (const auto it = result.details.find(std::string(part) + "_ms"); it != result.details.end()) {
+        add(std::string("filter: ") + part, it->second / 1000);
+        filter_parts += it->second / 1000;
+      }
+    }
+    add(filter_parts > 0 ? "filter: host" : "filter", filter_s - filter_parts);
+    for (const auto& [name, seconds] : written.stages) add("write: " + name, seconds);
+    for (const auto& [name, seconds] : preview_stage) add(name, seconds);
+    add("report", report_s);
     json report = {
         {"ctdenoise", CTD_VERSION},
         {"command", job.command},
@@ -182,8 +222,11 @@ void run_filter(const InputOptions& input, const RunOptions& run, FilterJob& job
           {"statistics", output_statistics}}},
         {"timings_s",
          {{"read", read_s}, {"filter", filter_s}, {"write", write_s}, {"report", report_s}, {"total", seconds_since(start)}}},
+        {"stages_s", stages},
     };
-    for (const auto& [stage, seconds] : job.timings) report["timings_s"][stage] = seconds;
+    double auto_s = 0;
+    for (const auto& [name, seconds] : job.stages) auto_s += seconds;
+    if (!job.stages.empty()) report["timings_s"]["auto"] = auto_s;
     if (result.device == Device::Cuda) report["gpu"] = cuda_device_name();
     if (!result.details.empty()) report["details"] = result.details;
     if (!run.preview.empty()) report["preview"] = run.preview;
@@ -329,7 +372,8 @@ void run_nlm(const InputOptions& input, const RunOptions& run, const NlmOptions&
   };
   run_filter(input, run, job, [&](const io::Image& image) {
     if (auto_h || auto_sigma) {
-      const NoiseModel noise = estimate_noise_model(image.volume.view());
+      const NoiseModel noise = timed_stage(job.stages, "noise model", "nlm: measuring the noise", run.quiet,
+                                           [&] { return estimate_noise_model(image.volume.view()); });
       job.parameters["noise_model"] = noise_model_json(noise);
       if (auto_sigma) p.noise_sigma = float(auto_nlm_noise_sigma(noise, p, image.volume.dims()));
       if (auto_h) {
@@ -338,7 +382,7 @@ void run_nlm(const InputOptions& input, const RunOptions& run, const NlmOptions&
         });
         p.h = float(choice.value);
         job.parameters["h_auto"] = auto_json(choice);
-        job.timings["auto"] = choice.seconds;
+        job.stages.emplace_back("automatic h", choice.seconds);
       }
       if (!run.quiet) {
         fmt::print("nlm: noise sigma {:.4g} (lag-1 correlation {:.2f}), {}h = {:.4g}{}\n", noise.sigma,
@@ -373,7 +417,8 @@ void run_bilateral(const InputOptions& input, const RunOptions& run, const Bilat
   run_filter(input, run, job, [&](const io::Image& image) {
     p.spacing = image.volume.geometry.spacing;
     if (auto_range) {
-      const NoiseModel noise = estimate_noise_model(image.volume.view());
+      const NoiseModel noise = timed_stage(job.stages, "noise model", "bilateral: measuring the noise", run.quiet,
+                                           [&] { return estimate_noise_model(image.volume.view()); });
       job.parameters["noise_model"] = noise_model_json(noise);
       const AutoChoice choice =
           choose_with_progress("bilateral: choosing sigma_range", run, run_context(run), [&](const ExecContext& c) {
@@ -381,7 +426,7 @@ void run_bilateral(const InputOptions& input, const RunOptions& run, const Bilat
           });
       p.sigma_range = float(choice.value);
       job.parameters["sigma_range_auto"] = auto_json(choice);
-      job.timings["auto"] = choice.seconds;
+      job.stages.emplace_back("automatic sigma_range", choice.seconds);
       if (!run.quiet) {
         fmt::print("bilateral: noise sigma {:.4g} (lag-1 correlation {:.2f}), sigma_range = {:.4g} (least estimated risk{})\n",
                    noise.sigma, noise.correlation(1, 0, 0), p.sigma_range,
@@ -502,7 +547,7 @@ void run_compare(const CompareOptions& o) {
                 fmt::format("the images differ in size: {}x{}x{} and {}x{}x{}", a.dims().nx, a.dims().ny, a.dims().nz,
                             b.dims().nx, b.dims().ny, b.dims().nz));
   }
-  const Statistics s = statistics(a);
+  const Statistics s = statistics(a.view());
   const double range = o.data_range > 0 ? o.data_range : s.max - s.min;
   if (!(range > 0)) invalid("the reference is constant: give --data-range");
   const double padding = padding_value(a.view());

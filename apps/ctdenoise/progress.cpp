@@ -27,6 +27,19 @@ bool interrupted() noexcept { return g_interrupted != 0; }
 
 bool progress_wanted(bool quiet) { return !quiet && ::isatty(STDERR_FILENO); }
 
+StageLine::StageLine(const std::string& text, bool enabled) {
+  if (!enabled) return;
+  width_ = text.size() + 4;
+  fmt::print(stderr, "\r{} ...", text);
+  std::fflush(stderr);
+}
+
+StageLine::~StageLine() {
+  if (width_ == 0) return;
+  fmt::print(stderr, "\r{}\r", std::string(width_, ' '));
+  std::fflush(stderr);
+}
+
 ProgressBar::ProgressBar(std::string label, bool enabled)
     : label_(std::move(label)), enabled_(enabled), start_(std::chrono::steady_clock::now()), last_draw_(start_) {}
 

@@ -25,6 +25,19 @@ class ProgressBar {
   std::chrono::steady_clock::time_point start_, last_draw_;
 };
 
+// One line on stderr naming a stage without a measure of its progress ("nlm: reading x.nrrd"),
+// cleared when the stage ends; silent when disabled.
+class StageLine {
+ public:
+  StageLine(const std::string& text, bool enabled);
+  ~StageLine();
+  StageLine(const StageLine&) = delete;
+  StageLine& operator=(const StageLine&) = delete;
+
+ private:
+  std::size_t width_ = 0;
+};
+
 // Whether a bar should be shown: not --quiet and stderr is a terminal.
 bool progress_wanted(bool quiet);
 

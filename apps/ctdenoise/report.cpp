@@ -10,24 +10,6 @@
 
 namespace ctd::cli {
 
-Statistics statistics(const Volume& volume) {
-  Statistics s;
-  if (volume.size() == 0) return s;
-  s.min = s.max = volume.data()[0];
-  double sum = 0, sum2 = 0;
-  for (std::int64_t i = 0; i < volume.size(); ++i) {
-    const double v = volume.data()[i];
-    s.min = std::min(s.min, v);
-    s.max = std::max(s.max, v);
-    sum += v;
-    sum2 += v * v;
-  }
-  const double n = double(volume.size());
-  s.mean = sum / n;
-  s.std = std::sqrt(std::max(0.0, sum2 / n - s.mean * s.mean));
-  return s;
-}
-
 nlohmann::json noise_model_json(const NoiseModel& m) {
   return {{"sigma", m.sigma},
           {"pseudo_residual_sigma", m.pseudo_residual_sigma},
@@ -76,7 +58,7 @@ nlohmann::json describe_image(const io::ImageInfo& info, const Volume& volume, c
       {"spacing_mm", g.spacing},
       {"origin_mm", g.origin},
       {"direction", g.direction},
-      {"statistics", to_json(statistics(volume))},
+      {"statistics", to_json(statistics(volume.view()))},
       {"noise_sigma", noise_json(volume, known_model)},
   };
   if (!info.attributes.empty()) j["dicom"] = info.attributes;
@@ -87,7 +69,7 @@ nlohmann::json describe_image(const io::ImageInfo& info, const Volume& volume, c
 std::string format_image(const io::ImageInfo& info, const Volume& volume) {
   const Dims d = volume.dims();
   const Geometry& g = volume.geometry;
-  const Statistics s = statistics(volume);
+  const Statistics s = statistics(volume.view());
   std::string out;
   out += fmt::format("path:       {}\n", info.path.string());
   out += fmt::format("format:     {}{}\n", io::to_string(info.format),

@@ -2,6 +2,7 @@
 // Pieces of the --json report and of `ctdenoise info`.
 
 #include <ctdenoise/io.hpp>
+#include <ctdenoise/metrics.hpp>
 #include <ctdenoise/noise.hpp>
 #include <ctdenoise/volume.hpp>
 
@@ -10,12 +11,6 @@
 #include <string>
 
 namespace ctd::cli {
-
-struct Statistics {
-  double min = 0, max = 0, mean = 0, std = 0;
-};
-
-Statistics statistics(const Volume& volume);
 
 nlohmann::json to_json(const Statistics& s);
 // The noise model behind the automatic parameters, for reports.

@@ -42,6 +42,12 @@ struct RawLayout {
 struct DicomSource;  // per-slice DICOM attributes of a DICOM input (opaque; used when writing DICOM)
 
 // Where an image came from and what it held, kept so the output can match it.
+// Seconds spent in each stage of a read or a write, in the order they ran: "probe" (a DICOM
+// folder, checked in a child process), "file" (read or written, and decoded or encoded, by the
+// format's library), "convert" (to or from float32), "compress" (.nii.gz), "commit" (the output
+// moved into place).
+using StageTimes = std::vector<std::pair<std::string, double>>;
+
 struct ImageInfo {
   std::filesystem::path path;
   Format format = Format::Nifti;
@@ -51,6 +57,7 @@ struct ImageInfo {
   std::vector<std::string> notes;                 // decisions the reader made that the user should know
   std::shared_ptr<const DicomSource> dicom;       // set for DICOM input
   std::optional<RawLayout> raw;                   // set for raw input
+  StageTimes stages;                              // how long the read took
 };
 
 struct Image {
@@ -85,6 +92,7 @@ struct WriteResult {
   PixelType pixel_type = PixelType::Float32;
   std::int64_t clamped_voxels = 0;  // voxels outside the output type's range
   std::vector<std::filesystem::path> files;
+  StageTimes stages;  // how long the write took
 };
 
 // The pixel type an output gets: the input's, unless float_output; where the format cannot hold

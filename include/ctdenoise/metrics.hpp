@@ -19,6 +19,13 @@ struct RegionStats {
   std::int64_t voxels = 0;
 };
 
+// Minimum, maximum, mean and standard deviation of every voxel (all zero for an empty image).
+// Multithreaded; the same figures on any number of threads.
+struct Statistics {
+  double min = 0, max = 0, mean = 0, std = 0;
+};
+Statistics statistics(ConstVolumeView<float> image);
+
 // All throw InvalidArgument for different dims, empty or out-of-bounds regions, data_range <= 0.
 double rmse(ConstVolumeView<float> reference, ConstVolumeView<float> test);
 // 20 log10(data_range / RMSE); +infinity for identical images.

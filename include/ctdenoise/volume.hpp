@@ -5,7 +5,10 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <new>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace ctd {
@@ -48,7 +51,30 @@ struct VolumeView {
 template <class T>
 using ConstVolumeView = VolumeView<const T>;
 
-// An owning float32 volume with its geometry.
+namespace detail {
+// Leaves new elements uninitialised, so that a large volume can be zeroed on all cores (the
+// first touch of its pages is most of the cost).
+template <class T>
+struct UninitializedAllocator : std::allocator<T> {
+  template <class U>
+  struct rebind {
+    using other = UninitializedAllocator<U>;
+  };
+  UninitializedAllocator() = default;
+  template <class U>
+  UninitializedAllocator(const UninitializedAllocator<U>&) noexcept {}
+  template <class U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+}  // namespace detail
+
+// An owning float32 volume with its geometry; a new volume holds zeros.
 class Volume {
  public:
   Volume() = default;
@@ -66,7 +92,7 @@ class Volume {
 
  private:
   Dims dims_{0, 0, 0};
-  std::vector<float> voxels_;
+  std::vector<float, detail::UninitializedAllocator<float>> voxels_;
 };
 
 }  // namespace ctd

@@ -1,5 +1,6 @@
 #include "core/exec_internal.hpp"
 #if CTD_HAVE_CUDA
+#include "cpu/thread_pool.hpp"
 #include "cuda/backend.hpp"
 #endif
 
@@ -63,8 +64,7 @@ int resolve_threads(int requested) {
                 fmt::format("threads must be >= 0 (0 = all hardware threads), got {}", requested));
   }
   if (requested > 0) return requested;
-  const unsigned hw = std::thread::hardware_concurrency();
-  return hw == 0 ? 1 : static_cast<int>(hw);
+  return cpu::hardware_threads();
 }
 
 void check_same_dims(const Dims& in, const Dims& out) {
@@ -79,14 +79,25 @@ void check_same_dims(const Dims& in, const Dims& out) {
   }
 }
 
-void check_finite(ConstVolumeView<float> in) {
-  std::int64_t bad = 0, first = -1;
+void check_finite(ConstVolumeView<float> in, int threads) {
+  constexpr std::int64_t kPiece = 1 << 20;
   const std::int64_t n = in.dims.count();
-  for (std::int64_t i = 0; i < n; ++i) {
-    if (!std::isfinite(in.data[i])) {
-      if (first < 0) first = i;
-      ++bad;
+  std::vector<std::int64_t> bad_in((n + kPiece - 1) / kPiece), first_in(bad_in.size(), -1);
+  cpu::for_each_piece(n, kPiece, threads, [&](std::int64_t piece, std::int64_t begin, std::int64_t end) {
+    std::int64_t bad = 0;
+    for (std::int64_t i = begin; i < end; ++i) bad += std::isfinite(in.data[i]) ? 0 : 1;
+    bad_in[std::size_t(piece)] = bad;
+    for (std::int64_t i = begin; bad > 0 && i < end; ++i) {
+      if (!std::isfinite(in.data[i])) {
+        first_in[std::size_t(piece)] = i;
+        break;
+      }
     }
+  });
+  std::int64_t bad = 0, first = -1;
+  for (std::size_t p = 0; p < bad_in.size(); ++p) {
+    if (first < 0) first = first_in[p];
+    bad += bad_in[p];
   }
   if (bad > 0) {
     const std::int64_t x = first % in.dims.nx, y = (first / in.dims.nx) % in.dims.ny,
@@ -110,7 +121,7 @@ PreparedRun prepare_run(ConstVolumeView<float> in, VolumeView<float> out, const 
   // Left to us, a volume too large for the CUDA kernels runs on the CPU.
   if (context.device == Device::Auto && in.dims.count() > kMaxCudaVoxels) run.device = Device::Cpu;
   run.threads = resolve_threads(context.threads);
-  check_finite(in);
+  check_finite(in, run.threads);
   run.input = in;
   const float* in_end = in.data + in.dims.count();
   const float* out_end = out.data + out.dims.count();

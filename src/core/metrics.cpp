@@ -1,12 +1,14 @@
 // Image quality figures (include/ctdenoise/metrics.hpp).
 
 #include "core/mirror.hpp"
+#include "cpu/thread_pool.hpp"
 
 #include <ctdenoise/error.hpp>
 #include <ctdenoise/metrics.hpp>
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -60,6 +62,42 @@ std::vector<double> smooth(const std::vector<double>& in, const Dims& d) {
 }
 
 }  // namespace
+
+Statistics statistics(ConstVolumeView<float> image) {
+  Statistics s;
+  const i64 n = image.dims.count();
+  if (n <= 0) return s;
+  // Sums per fixed piece, added in order.
+  struct Piece {
+    float min, max;
+    double sum, sum2;
+  };
+  constexpr i64 kPiece = 1 << 20;
+  std::vector<Piece> pieces(std::size_t((n + kPiece - 1) / kPiece));
+  cpu::for_each_piece(n, kPiece, 0, [&](i64 index, i64 begin, i64 end) {
+    const float* v = image.data;
+    Piece p{v[begin], v[begin], 0, 0};
+    for (i64 i = begin; i < end; ++i) {
+      p.min = std::min(p.min, v[i]);
+      p.max = std::max(p.max, v[i]);
+      p.sum += v[i];
+      p.sum2 += double(v[i]) * v[i];
+    }
+    pieces[std::size_t(index)] = p;
+  });
+  s.min = pieces.front().min;
+  s.max = pieces.front().max;
+  double sum = 0, sum2 = 0;
+  for (const Piece& p : pieces) {
+    s.min = std::min<double>(s.min, p.min);
+    s.max = std::max<double>(s.max, p.max);
+    sum += p.sum;
+    sum2 += p.sum2;
+  }
+  s.mean = sum / double(n);
+  s.std = std::sqrt(std::max(0.0, sum2 / double(n) - s.mean * s.mean));
+  return s;
+}
 
 double rmse(ConstVolumeView<float> reference, ConstVolumeView<float> test) {
   check_pair(reference, test);

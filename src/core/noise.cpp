@@ -1,6 +1,7 @@
 // Robust noise estimation (include/ctdenoise/noise.hpp).
 
 #include "core/robust_stats.hpp"
+#include "cpu/thread_pool.hpp"
 
 #include <ctdenoise/error.hpp>
 #include <ctdenoise/noise.hpp>
@@ -52,63 +53,82 @@ NoiseEstimate detail::estimate_noise_without(ConstVolumeView<float> in, NoiseEst
   };
 
   // Each residual (or detail coefficient) with the value range of the voxels it was made from.
-  // Large volumes are sampled: every step-th position, about four million in all.
-  std::vector<double> values, ranges;
-  const i64 step = std::max<i64>(1, d.count() / 4000000);
-  i64 position = 0;
-  auto sampled = [&] { return position++ % step == 0; };
+  // Large volumes are sampled: every step-th position, about four million in all. Positions are
+  // numbered in scan order over the grid (nx, ny, nz positions along x, y, z); the sampled ones are
+  // visited directly, in parallel pieces whose results are joined in order.
+  struct Sample {
+    double value, range;
+  };
+  auto collect = [&](i64 nx, i64 ny, i64 nz, auto&& at) {
+    const i64 positions = std::max<i64>(0, nx) * std::max<i64>(0, ny) * std::max<i64>(0, nz);
+    const i64 step = std::max<i64>(1, d.count() / 4000000);
+    const i64 sampled = (positions + step - 1) / step;
+    constexpr i64 kPiece = 1 << 16;
+    std::vector<std::vector<Sample>> pieces(std::size_t((sampled + kPiece - 1) / kPiece));
+    cpu::for_each_piece(sampled, kPiece, 0, [&](i64 index, i64 begin, i64 end) {
+      auto& out = pieces[std::size_t(index)];
+      for (i64 k = begin; k < end; ++k) {
+        const i64 position = k * step;
+        Sample s;
+        if (at(position % nx, (position / nx) % ny, position / (nx * ny), s.value, s.range)) out.push_back(s);
+      }
+    });
+    std::vector<Sample> all;
+    for (auto& piece : pieces) all.insert(all.end(), piece.begin(), piece.end());
+    return all;
+  };
+  std::vector<Sample> samples;
   if (estimator == NoiseEstimator::PseudoResidual) {
     // Interior voxels only: every residual uses its full neighbourhood.
     const double scale = flat ? std::sqrt(4.0 / 5.0) : std::sqrt(6.0 / 7.0);
-    for (i64 z = flat ? 0 : 1; z < (flat ? 1 : d.nz - 1); ++z)
-      for (i64 y = 1; y + 1 < d.ny; ++y)
-        for (i64 x = 1; x + 1 < d.nx; ++x) {
-          if (!sampled()) continue;
-          float neighbours[6] = {u(x - 1, y, z), u(x + 1, y, z), u(x, y - 1, z), u(x, y + 1, z), 0, 0};
-          int count = 4;
-          if (!flat) {
-            neighbours[4] = u(x, y, z - 1);
-            neighbours[5] = u(x, y, z + 1);
-            count = 6;
-          }
-          const float centre = u(x, y, z);
-          bool ok = usable(centre);
-          double mean = 0;
-          float lo = centre, hi = centre;
-          for (int i = 0; i < count; ++i) {
-            ok = ok && usable(neighbours[i]);
-            mean += neighbours[i];
-            lo = std::min(lo, neighbours[i]);
-            hi = std::max(hi, neighbours[i]);
-          }
-          if (ok) {
-            values.push_back(scale * (double(centre) - mean / count));
-            ranges.push_back(double(hi) - lo);
-          }
-        }
+    samples = collect(d.nx - 2, d.ny - 2, flat ? 1 : d.nz - 2, [&](i64 gx, i64 gy, i64 gz, double& value, double& range) {
+      const i64 x = gx + 1, y = gy + 1, z = flat ? 0 : gz + 1;
+      float neighbours[6] = {u(x - 1, y, z), u(x + 1, y, z), u(x, y - 1, z), u(x, y + 1, z), 0, 0};
+      int count = 4;
+      if (!flat) {
+        neighbours[4] = u(x, y, z - 1);
+        neighbours[5] = u(x, y, z + 1);
+        count = 6;
+      }
+      const float centre = u(x, y, z);
+      bool ok = usable(centre);
+      double mean = 0;
+      float lo = centre, hi = centre;
+      for (int i = 0; i < count; ++i) {
+        ok = ok && usable(neighbours[i]);
+        mean += neighbours[i];
+        lo = std::min(lo, neighbours[i]);
+        hi = std::max(hi, neighbours[i]);
+      }
+      value = scale * (double(centre) - mean / count);
+      range = double(hi) - lo;
+      return ok;
+    });
   } else {
     // Orthonormal Haar: the diagonal detail of each 2x2 (2x2x2) block has the noise's variance.
     const double scale = flat ? 0.5 : 1.0 / std::sqrt(8.0);
-    for (i64 z = 0; z + (flat ? 0 : 1) < d.nz; z += flat ? 1 : 2)
-      for (i64 y = 0; y + 1 < d.ny; y += 2)
-        for (i64 x = 0; x + 1 < d.nx; x += 2) {
-          if (!sampled()) continue;
-          double detail = 0;
-          bool ok = true;
-          float lo = u(x, y, z), hi = lo;
-          for (int c = 0; c < (flat ? 4 : 8); ++c) {
-            const i64 dx = c & 1, dy = (c >> 1) & 1, dz = (c >> 2) & 1;
-            const float v = u(x + dx, y + dy, z + dz);
-            ok = ok && usable(v);
-            detail += ((dx + dy + dz) % 2 == 0 ? 1.0 : -1.0) * v;
-            lo = std::min(lo, v);
-            hi = std::max(hi, v);
-          }
-          if (ok) {
-            values.push_back(scale * detail);
-            ranges.push_back(double(hi) - lo);
-          }
-        }
+    samples = collect(d.nx / 2, d.ny / 2, flat ? d.nz : d.nz / 2, [&](i64 gx, i64 gy, i64 gz, double& value, double& range) {
+      const i64 x = 2 * gx, y = 2 * gy, z = flat ? gz : 2 * gz;
+      double detail = 0;
+      bool ok = true;
+      float lo = u(x, y, z), hi = lo;
+      for (int c = 0; c < (flat ? 4 : 8); ++c) {
+        const i64 dx = c & 1, dy = (c >> 1) & 1, dz = (c >> 2) & 1;
+        const float v = u(x + dx, y + dy, z + dz);
+        ok = ok && usable(v);
+        detail += ((dx + dy + dz) % 2 == 0 ? 1.0 : -1.0) * v;
+        lo = std::min(lo, v);
+        hi = std::max(hi, v);
+      }
+      value = scale * detail;
+      range = double(hi) - lo;
+      return ok;
+    });
+  }
+  std::vector<double> values(samples.size()), ranges(samples.size());
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    values[i] = samples[i].value;
+    ranges[i] = samples[i].range;
   }
   if (values.size() < 16) {
     throw Error(ErrorKind::InvalidArgument,

@@ -26,11 +26,6 @@ constexpr i64 kMaxTriples = 400000;  // second differences pooled per lag, at mo
 constexpr double kMaxGrain = 3.0;    // largest sigma / pseudo-residual sigma believed
 constexpr double kMaxRise = 1.15;    // largest sigma(lag 5) / sigma(lag 3) believed to be noise
 
-int hardware_threads() {
-  const unsigned n = std::thread::hardware_concurrency();
-  return n == 0 ? 1 : int(n);
-}
-
 struct Lag {
   int dx, dy, dz;
 };
@@ -106,7 +101,7 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
     if (g.dz == 0 && std::max(std::abs(g.dx), std::abs(g.dy)) == outer) shell_lags.push_back(g);
   }
   std::vector<double> activity(blocks.size(), std::numeric_limits<double>::quiet_NaN());
-  cpu::ThreadPool pool(hardware_threads());
+  cpu::ThreadPool pool(cpu::hardware_threads());
   pool.parallel_for(i64(blocks.size()), [&](i64 begin, i64 end) {
     for (i64 b = begin; b < end; ++b) {
       const Block& k = blocks[std::size_t(b)];
@@ -273,7 +268,7 @@ Volume synthesize_noise(const NoiseModel& m, const Dims& dims, std::uint64_t see
   std::normal_distribution<double> normal(0.0, 1.0);
   for (float& v : white) v = float(normal(rng));
   Volume out(dims);
-  cpu::ThreadPool pool(hardware_threads());
+  cpu::ThreadPool pool(cpu::hardware_threads());
   pool.parallel_for(dims.nz * dims.ny, [&](i64 begin, i64 end) {
     for (i64 row = begin; row < end; ++row) {
       const i64 z = row / dims.ny, y = row % dims.ny;

@@ -105,8 +105,7 @@ Volume simulate_low_dose(const Volume& clean, const LowDoseParams& p) {
   const double cx = (double(d.nx) - 1) / 2, cy = (double(d.ny) - 1) / 2, cd = (double(nd) - 1) / 2;
 
   Volume out(d, clean.geometry);
-  const unsigned hw = std::thread::hardware_concurrency();
-  cpu::ThreadPool pool(hw == 0 ? 1 : int(hw));
+  cpu::ThreadPool pool(cpu::hardware_threads());
   std::vector<double> mu(static_cast<std::size_t>(d.nx * d.ny));
   std::vector<double> sinogram(static_cast<std::size_t>(p.angles * nd)), filtered(static_cast<std::size_t>(p.angles * nd));
   for (i64 z = 0; z < d.nz; ++z) {

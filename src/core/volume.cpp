@@ -1,8 +1,11 @@
+#include "cpu/thread_pool.hpp"
+
 #include <ctdenoise/error.hpp>
 #include <ctdenoise/volume.hpp>
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <new>
 
 namespace ctd {
@@ -13,7 +16,10 @@ Volume::Volume(Dims dims, Geometry geometry_) : geometry(geometry_), dims_(dims)
                 fmt::format("volume dimensions must be >= 1, got {}x{}x{}", dims.nx, dims.ny, dims.nz));
   }
   try {
-    voxels_.resize(static_cast<std::size_t>(dims.count()));
+    voxels_.resize(static_cast<std::size_t>(dims.count()));  // uninitialised
+    cpu::for_each_piece(dims.count(), 1 << 20, 0, [this](std::int64_t, std::int64_t begin, std::int64_t end) {
+      std::fill(voxels_.data() + begin, voxels_.data() + end, 0.0f);
+    });
   } catch (const std::exception&) {  // bad_alloc, or length_error past max_size
     throw Error(ErrorKind::OutOfMemory,
                 fmt::format("cannot allocate a {}x{}x{} float volume ({:.1f} GiB)", dims.nx, dims.ny,

@@ -6,6 +6,11 @@
 
 namespace ctd::cpu {
 
+int hardware_threads() {
+  const unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : static_cast<int>(n);
+}
+
 ThreadPool::ThreadPool(int threads) {
   for (int i = 1; i < threads; ++i) {
     try {

@@ -3,6 +3,7 @@
 // thread and the caller waits for all of them, so a loop whose iterations write disjoint outputs
 // gives the same result whatever the thread count.
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -42,5 +43,24 @@ class ThreadPool {
   std::int64_t n_ = 0, chunk_ = 1, next_ = 0;  // next_ guarded by mutex_
   std::exception_ptr error_;
 };
+
+// std::thread::hardware_concurrency(), at least 1.
+int hardware_threads();
+
+// Cuts [0, n) into pieces of `piece` indices (the last may be shorter) and calls
+// body(index, begin, end) for each on up to `threads` threads (0: all hardware threads). The cut
+// does not depend on the thread count, so per-piece results combined in piece order give the
+// same bits on any machine. Returns the number of pieces.
+template <class Body>
+std::int64_t for_each_piece(std::int64_t n, std::int64_t piece, int threads, Body&& body) {
+  if (n <= 0) return 0;
+  const std::int64_t pieces = (n + piece - 1) / piece;
+  const int wanted = threads > 0 ? threads : hardware_threads();
+  ThreadPool pool(int(std::min<std::int64_t>(wanted, pieces)));
+  pool.parallel_for(pieces, [&](std::int64_t first, std::int64_t last) {
+    for (std::int64_t i = first; i < last; ++i) body(i, i * piece, std::min(n, (i + 1) * piece));
+  });
+  return pieces;
+}
 
 }  // namespace ctd::cpu

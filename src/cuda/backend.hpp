@@ -18,18 +18,20 @@ void check_nlm_supported(const Dims& dims, const NlmParams& params, NlmAlgorithm
 // Queues the filter on `stream`; no synchronisation, no allocation.
 void nlm_device(const float* in, float* out, const Dims& dims, const NlmParams& params, NlmAlgorithm algorithm,
                 CudaStream stream);
-// Upload, filter, download, synchronise. Returns the kernel time in ms (CUDA events).
-double nlm_host(ConstVolumeView<float> in, VolumeView<float> out, const NlmParams& params, NlmAlgorithm algorithm);
+// The stages of a call from host memory: upload and download as the host waited for them (ms),
+// the kernels by CUDA events.
+struct HostTimes {
+  double upload_ms = 0, kernel_ms = 0, download_ms = 0;
+};
+// Upload, filter, download, synchronise.
+HostTimes nlm_host(ConstVolumeView<float> in, VolumeView<float> out, const NlmParams& params, NlmAlgorithm algorithm);
 
 // Bilateral: Unsupported for what the variant cannot take (before any work).
 void check_bilateral_supported(const Dims& dims, const BilateralParams& params, const std::array<int, 3>& radius,
                                BilateralAlgorithm algorithm);
-struct BilateralTimes {
-  double kernel_ms;
-};
 // Upload, filter, download, synchronise. `settings` and `lo` (the input's minimum) are the
 // compressive filter's series.
-BilateralTimes bilateral_host(ConstVolumeView<float> in, VolumeView<float> out, const BilateralParams& params,
+HostTimes bilateral_host(ConstVolumeView<float> in, VolumeView<float> out, const BilateralParams& params,
                               const std::array<int, 3>& radius, BilateralAlgorithm algorithm,
                               const CompressiveSettings& settings, float lo);
 

@@ -939,7 +939,7 @@ void check_bilateral_supported(const Dims& dims, const BilateralParams& params, 
   }
 }
 
-BilateralTimes bilateral_host(ConstVolumeView<float> in, VolumeView<float> out, const BilateralParams& params,
+HostTimes bilateral_host(ConstVolumeView<float> in, VolumeView<float> out, const BilateralParams& params,
                               const std::array<int, 3>& radius, BilateralAlgorithm algorithm,
                               const CompressiveSettings& settings, float lo) {
   const long long n = in.dims.count();
@@ -955,7 +955,11 @@ BilateralTimes bilateral_host(ConstVolumeView<float> in, VolumeView<float> out, 
   DeviceBuffer<float4> work(work_count);
   DeviceBuffer<float> spatial(algorithm == BilateralAlgorithm::Naive ? std::size_t(taps) : 0);
   Event start, stop;
-  CTD_CUDA_CHECK(cudaMemcpyAsync(d_in.data(), in.data, n * sizeof(float), cudaMemcpyHostToDevice, stream.get()));
+  HostTimes times;
+  times.upload_ms = host_ms([&] {
+    copy_to_device(d_in.data(), in.data, std::size_t(n), stream.get());
+    stream.synchronize();
+  });
   if (algorithm == BilateralAlgorithm::Naive || algorithm == BilateralAlgorithm::Tiled) {
     std::vector<float> table;
     table.reserve(std::size_t(taps));
@@ -1001,9 +1005,9 @@ BilateralTimes bilateral_host(ConstVolumeView<float> in, VolumeView<float> out, 
   }
   CTD_CUDA_CHECK_LAUNCH();
   stop.record(stream.get());
-  CTD_CUDA_CHECK(cudaMemcpyAsync(out.data, d_out.data(), n * sizeof(float), cudaMemcpyDeviceToHost, stream.get()));
-  stream.synchronize();
-  return {double(stop.elapsed_since(start))};
+  times.kernel_ms = stop.elapsed_since(start);
+  times.download_ms = host_ms([&] { copy_to_host(out.data, d_out.data(), std::size_t(n), stream.get()); });
+  return times;
 }
 
 }  // namespace ctd::cuda

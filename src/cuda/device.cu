@@ -5,6 +5,10 @@
 #include "cuda/device_buffer.hpp"
 #include "cuda/device_util.cuh"
 
+#include "cpu/thread_pool.hpp"
+
+#include <algorithm>
+#include <cstring>
 #include <unordered_map>
 
 namespace ctd::cuda {
@@ -63,6 +67,102 @@ std::size_t reserved_shared_bytes_per_block() {
 int sm_count() {
   static const int count = attribute(cudaDevAttrMultiProcessorCount);
   return count;
+}
+
+namespace {
+
+// Pinned staging: kSlots buffers of kChunk bytes, each with the event of the last copy through it.
+constexpr std::size_t kChunk = std::size_t(8) << 20;
+constexpr int kSlots = 4;
+constexpr std::size_t kDirectBytes = std::size_t(4) << 20;  // smaller copies go straight from pageable memory
+
+class Staging {
+ public:
+  Staging() : pool_(std::min(8, cpu::hardware_threads())) {
+    for (Slot& slot : slots_) {
+      CTD_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&slot.host), kChunk, cudaHostAllocDefault));
+      CTD_CUDA_CHECK(cudaEventCreateWithFlags(&slot.done, cudaEventDisableTiming));
+    }
+  }
+  ~Staging() {
+    for (Slot& slot : slots_) {
+      cudaEventSynchronize(slot.done);
+      cudaEventDestroy(slot.done);
+      cudaFreeHost(slot.host);
+    }
+  }
+  Staging(const Staging&) = delete;
+  Staging& operator=(const Staging&) = delete;
+
+  void to_device(char* device, const char* host, std::size_t bytes, cudaStream_t stream) {
+    for (std::size_t offset = 0, k = 0; offset < bytes; offset += kChunk, ++k) {
+      Slot& slot = slots_[k % kSlots];
+      const std::size_t length = std::min(kChunk, bytes - offset);
+      CTD_CUDA_CHECK(cudaEventSynchronize(slot.done));  // its last copy has left the buffer
+      copy(slot.host, host + offset, length);
+      CTD_CUDA_CHECK(cudaMemcpyAsync(device + offset, slot.host, length, cudaMemcpyHostToDevice, stream));
+      CTD_CUDA_CHECK(cudaEventRecord(slot.done, stream));
+    }
+  }
+
+  void to_host(char* host, const char* device, std::size_t bytes, cudaStream_t stream) {
+    const std::size_t chunks = (bytes + kChunk - 1) / kChunk;
+    auto enqueue = [&](std::size_t k) {
+      Slot& slot = slots_[k % kSlots];
+      const std::size_t offset = k * kChunk, length = std::min(kChunk, bytes - offset);
+      CTD_CUDA_CHECK(cudaMemcpyAsync(slot.host, device + offset, length, cudaMemcpyDeviceToHost, stream));
+      CTD_CUDA_CHECK(cudaEventRecord(slot.done, stream));
+    };
+    for (std::size_t k = 0; k < std::min<std::size_t>(kSlots, chunks); ++k) enqueue(k);
+    for (std::size_t k = 0; k < chunks; ++k) {
+      Slot& slot = slots_[k % kSlots];
+      CTD_CUDA_CHECK(cudaEventSynchronize(slot.done));
+      const std::size_t offset = k * kChunk;
+      copy(host + offset, slot.host, std::min(kChunk, bytes - offset));
+      if (k + kSlots < chunks) enqueue(k + kSlots);
+    }
+  }
+
+ private:
+  struct Slot {
+    char* host = nullptr;
+    cudaEvent_t done = nullptr;
+  };
+  void copy(char* to, const char* from, std::size_t bytes) {
+    const std::int64_t piece = std::int64_t(kChunk) / pool_.threads();
+    pool_.parallel_for((std::int64_t(bytes) + piece - 1) / piece, [&](std::int64_t first, std::int64_t last) {
+      const std::size_t begin = std::size_t(first * piece), end = std::min(bytes, std::size_t(last * piece));
+      std::memcpy(to + begin, from + begin, end - begin);
+    });
+  }
+  Slot slots_[kSlots];
+  cpu::ThreadPool pool_;
+};
+
+Staging& staging() {
+  thread_local Staging instance;
+  return instance;
+}
+
+}  // namespace
+
+void copy_to_device(float* device, const float* host, std::size_t count, cudaStream_t stream) {
+  const std::size_t bytes = count * sizeof(float);
+  if (bytes <= kDirectBytes) {
+    CTD_CUDA_CHECK(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, stream));
+    return;
+  }
+  staging().to_device(reinterpret_cast<char*>(device), reinterpret_cast<const char*>(host), bytes, stream);
+}
+
+void copy_to_host(float* host, const float* device, std::size_t count, cudaStream_t stream) {
+  const std::size_t bytes = count * sizeof(float);
+  if (bytes <= kDirectBytes) {
+    CTD_CUDA_CHECK(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, stream));
+    CTD_CUDA_CHECK(cudaStreamSynchronize(stream));
+    return;
+  }
+  staging().to_host(reinterpret_cast<char*>(host), reinterpret_cast<const char*>(device), bytes, stream);
 }
 
 float* stream_workspace(std::size_t floats, cudaStream_t stream) {

@@ -4,6 +4,7 @@
 
 #include "cuda/cuda_check.hpp"
 
+#include <chrono>
 #include <cstddef>
 #include <utility>
 
@@ -52,6 +53,20 @@ class DeviceBuffer {
 // a filter on the same stream allocates only on its first call. Throws OutOfMemory, naming the
 // need, when the device cannot hold it.
 float* stream_workspace(std::size_t floats, cudaStream_t stream);
+
+// Copies between pageable host memory and the device at the bus's speed: through pinned staging
+// buffers (kept per host thread), filled and drained on several cores while the previous chunk is
+// on the bus. Both return when the host memory may be reused (to_host: when it holds the data).
+void copy_to_device(float* device, const float* host, std::size_t count, cudaStream_t stream);
+void copy_to_host(float* host, const float* device, std::size_t count, cudaStream_t stream);
+
+// Milliseconds the host spent in f().
+template <class F>
+double host_ms(F&& f) {
+  const auto start = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
 
 class Stream {
  public:

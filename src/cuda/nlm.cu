@@ -460,7 +460,7 @@ void nlm_device(const float* in, float* out, const Dims& dims, const NlmParams& 
   run_variant(in, out, dims, params, algorithm, workspace, stream);
 }
 
-double nlm_host(ConstVolumeView<float> in, VolumeView<float> out, const NlmParams& params, NlmAlgorithm algorithm) {
+HostTimes nlm_host(ConstVolumeView<float> in, VolumeView<float> out, const NlmParams& params, NlmAlgorithm algorithm) {
   const std::size_t n = std::size_t(in.dims.count());
   std::size_t free_bytes = 0, total_bytes = 0;
   CTD_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
@@ -472,14 +472,18 @@ double nlm_host(ConstVolumeView<float> in, VolumeView<float> out, const NlmParam
   }
   Stream stream;
   DeviceBuffer<float> d_in(n), d_out(n), d_workspace(workspace);
-  CTD_CUDA_CHECK(cudaMemcpyAsync(d_in.data(), in.data, n * sizeof(float), cudaMemcpyHostToDevice, stream.get()));
+  HostTimes times;
+  times.upload_ms = host_ms([&] {
+    copy_to_device(d_in.data(), in.data, n, stream.get());
+    stream.synchronize();
+  });
   Event start, stop;
   start.record(stream.get());
   run_variant(d_in.data(), d_out.data(), in.dims, params, algorithm, d_workspace.data(), stream.get());
   stop.record(stream.get());
-  CTD_CUDA_CHECK(cudaMemcpyAsync(out.data, d_out.data(), n * sizeof(float), cudaMemcpyDeviceToHost, stream.get()));
-  stream.synchronize();
-  return stop.elapsed_since(start);
+  times.kernel_ms = stop.elapsed_since(start);
+  times.download_ms = host_ms([&] { copy_to_host(out.data, d_out.data(), n, stream.get()); });
+  return times;
 }
 
 }  // namespace ctd::cuda

@@ -171,8 +171,12 @@ void probe_dicom_in_child(const fs::path& path) {
 
 Image read_dicom(const fs::path& path, const ReadOptions& options) {
   const LibraryOutputCapture quiet;
-  if (fs::is_directory(path)) probe_dicom_in_child(path);  // single files were probed by read_itk
+  StageClock clock;
   Image image;
+  if (fs::is_directory(path)) {
+    probe_dicom_in_child(path);  // single files were probed by read_itk
+    image.info.stages.emplace_back("probe", clock.lap());
+  }
   auto gdcm_io = itk::GDCMImageIO::New();
   FloatImage::Pointer itk_image;
   auto source = std::make_shared<DicomSource>();
@@ -232,7 +236,9 @@ Image read_dicom(const fs::path& path, const ReadOptions& options) {
     if (auto value = get(source->slices.front(), key); !value.empty()) image.info.attributes[name] = value;
   }
 
+  image.info.stages.emplace_back("file", clock.lap());
   image.volume = to_volume(*itk_image);
+  image.info.stages.emplace_back("convert", clock.lap());
   return image;
 }
 

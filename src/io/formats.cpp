@@ -172,19 +172,24 @@ WriteResult write_image(const Volume& volume, const ImageInfo& source, const fs:
 
   detail::StagedOutput staged(path, options.overwrite);
   const detail::LibraryOutputCapture quiet;
+  detail::StageClock clock;
   switch (format) {
     case Format::Dicom:
     case Format::DicomSeries:
       result.clamped_voxels = detail::write_dicom(volume, source, result.pixel_type, staged.path(), options);
+      result.stages.emplace_back("file", clock.lap());  // slice by slice: conversion included
       break;
     case Format::Raw:
-      result.clamped_voxels = detail::write_raw(
-          volume, result.pixel_type, source.raw ? source.raw->byte_order : ByteOrder::Little, staged.path());
+      result.clamped_voxels = detail::write_raw(volume, result.pixel_type,
+                                                source.raw ? source.raw->byte_order : ByteOrder::Little, staged.path(),
+                                                result.stages);
       break;
     default:
-      result.clamped_voxels = detail::write_itk(volume, result.pixel_type, format, staged.path(), options.compression_level);
+      result.clamped_voxels =
+          detail::write_itk(volume, result.pixel_type, format, staged.path(), options.compression_level, result.stages);
       break;
   }
+  clock.lap();
   // A .mhd replacing an existing one: its data goes to a file the old header does not name, so
   // that renaming the header switches from the old pair to the new one in one step.
   fs::path old_data;
@@ -196,6 +201,7 @@ WriteResult write_image(const Volume& volume, const ImageInfo& source, const fs:
     std::error_code ignored;
     fs::remove(old_data, ignored);
   }
+  result.stages.emplace_back("commit", clock.lap());  // into place: renames, and the old output removed
   return result;
 }
 

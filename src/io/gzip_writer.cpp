@@ -26,8 +26,7 @@ void gzip_file(const fs::path& source, const fs::path& destination, int level) {
   constexpr std::uint64_t kChunk = 4 << 20;
   const std::int64_t chunks = std::int64_t((size + kChunk - 1) / kChunk);
   std::vector<std::vector<char>> members(std::size_t(std::max<std::int64_t>(chunks, 1)));
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  cpu::ThreadPool pool(int(std::min<std::int64_t>(cores, std::max<std::int64_t>(chunks, 1))));
+  cpu::ThreadPool pool(int(std::min<std::int64_t>(cpu::hardware_threads(), std::max<std::int64_t>(chunks, 1))));
   std::atomic<bool> failed{false};
   pool.parallel_for(std::int64_t(members.size()), [&](std::int64_t begin, std::int64_t end) {
     libdeflate_compressor* compressor = libdeflate_alloc_compressor(level);

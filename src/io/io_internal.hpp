@@ -9,7 +9,11 @@
 #include <itkImage.h>
 #include <itkMetaDataDictionary.h>
 
+#include "cpu/thread_pool.hpp"
+
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cctype>
 #include <cmath>
 #include <filesystem>
@@ -77,9 +81,6 @@ fs::path switch_metaimage_data_file(const fs::path& staged, const fs::path& exis
 // The PixelType of an ITK component type; Unsupported for 64-bit integers and the like.
 PixelType pixel_type_of(itk::IOComponentEnum component, const fs::path& path);
 
-// Voxels and geometry of an ITK image as a Volume.
-Volume to_volume(const itk::Image<float, 3>& image);
-
 Image read_itk(const fs::path& path, const ReadOptions& options);  // NIfTI, MetaImage, NRRD, TIFF, PNG
 Image read_dicom(const fs::path& path, const ReadOptions& options);  // a file or a series folder
 // Parses and decodes the file (or every file of the folder) with GDCM in a child process, and
@@ -88,29 +89,74 @@ void probe_dicom_in_child(const fs::path& path);
 Image read_raw(const fs::path& path, const RawLayout& layout, const ReadOptions& options);
 
 // Writers convert to `type` (rounded, clamped) and return how many voxels were clamped.
-std::int64_t write_itk(const Volume& volume, PixelType type, Format format, const fs::path& path, int compression_level);
+// write_itk and write_raw add their stages ("convert", "write", "compress") to `stages`.
+std::int64_t write_itk(const Volume& volume, PixelType type, Format format, const fs::path& path, int compression_level,
+                       StageTimes& stages);
 std::int64_t write_dicom(const Volume& volume, const ImageInfo& source, PixelType type, const fs::path& path,
                          const WriteOptions& options);
-std::int64_t write_raw(const Volume& volume, PixelType type, ByteOrder order, const fs::path& path);
+std::int64_t write_raw(const Volume& volume, PixelType type, ByteOrder order, const fs::path& path, StageTimes& stages);
 // Compresses `source` into `destination` as gzip members of 4 MiB, on all cores (level 1-12).
 void gzip_file(const fs::path& source, const fs::path& destination, int level);
 
-// Rounds and clamps float voxels into T; returns how many were outside T's range.
+// Seconds since the last lap (or since construction), for StageTimes.
+class StageClock {
+ public:
+  double lap() {
+    const auto now = std::chrono::steady_clock::now();
+    const double seconds = std::chrono::duration<double>(now - last_).count();
+    last_ = now;
+    return seconds;
+  }
+
+ private:
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
+
+// Rounds and clamps float voxels into T; returns how many were outside T's range. On all cores.
 template <class T>
 std::int64_t convert_voxels(const Volume& volume, T* out) {
-  std::int64_t clamped = 0;
+  constexpr std::int64_t kPiece = 1 << 20;
+  std::atomic<std::int64_t> clamped{0};
   const float* in = volume.data();
-  for (std::int64_t i = 0; i < volume.size(); ++i) {
-    if constexpr (std::numeric_limits<T>::is_integer) {
-      const double v = std::nearbyint(double(in[i]));
-      const double lo = double(std::numeric_limits<T>::lowest()), hi = double(std::numeric_limits<T>::max());
-      if (v < lo || v > hi) ++clamped;
-      out[i] = static_cast<T>(std::clamp(v, lo, hi));
-    } else {
-      out[i] = static_cast<T>(in[i]);
+  cpu::for_each_piece(volume.size(), kPiece, 0, [&](std::int64_t, std::int64_t begin, std::int64_t end) {
+    std::int64_t outside = 0;
+    for (std::int64_t i = begin; i < end; ++i) {
+      if constexpr (std::numeric_limits<T>::is_integer) {
+        const double v = std::nearbyint(double(in[i]));
+        const double lo = double(std::numeric_limits<T>::lowest()), hi = double(std::numeric_limits<T>::max());
+        outside += v < lo || v > hi;
+        out[i] = static_cast<T>(std::clamp(v, lo, hi));
+      } else {
+        out[i] = static_cast<T>(in[i]);
+      }
     }
-  }
+    clamped += outside;
+  });
   return clamped;
+}
+
+// Converts n voxels of T to float, on all cores.
+template <class T>
+void voxels_to_float(const T* in, std::int64_t n, float* out) {
+  constexpr std::int64_t kPiece = 1 << 20;
+  cpu::for_each_piece(n, kPiece, 0, [&](std::int64_t, std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) out[i] = static_cast<float>(in[i]);
+  });
+}
+
+// Voxels (converted to float on all cores) and geometry of an ITK image as a Volume.
+template <class T>
+Volume to_volume(const itk::Image<T, 3>& image) {
+  const auto size = image.GetLargestPossibleRegion().GetSize();
+  Geometry geometry;
+  for (unsigned i = 0; i < 3; ++i) {
+    geometry.spacing[i] = image.GetSpacing()[i];
+    geometry.origin[i] = image.GetOrigin()[i];
+    for (unsigned j = 0; j < 3; ++j) geometry.direction[3 * i + j] = image.GetDirection()(i, j);
+  }
+  Volume volume({std::int64_t(size[0]), std::int64_t(size[1]), std::int64_t(size[2])}, geometry);
+  voxels_to_float(image.GetBufferPointer(), volume.size(), volume.data());
+  return volume;
 }
 
 // Calls f(T{}) with the C++ type of a PixelType.

@@ -73,12 +73,6 @@ void register_itk_factories() {
   });
 }
 
-namespace {
-
-using FloatImage = itk::Image<float, 3>;
-
-}  // namespace
-
 PixelType pixel_type_of(itk::IOComponentEnum component, const fs::path& path) {
   using C = itk::IOComponentEnum;
   switch (component) {
@@ -108,19 +102,6 @@ Format format_of(const itk::ImageIOBase& imageio) {
 }
 
 }  // namespace
-
-Volume to_volume(const FloatImage& itk_image) {
-  const auto size = itk_image.GetLargestPossibleRegion().GetSize();
-  Geometry geometry;
-  for (unsigned i = 0; i < 3; ++i) {
-    geometry.spacing[i] = itk_image.GetSpacing()[i];
-    geometry.origin[i] = itk_image.GetOrigin()[i];
-    for (unsigned j = 0; j < 3; ++j) geometry.direction[3 * i + j] = itk_image.GetDirection()(i, j);
-  }
-  Volume volume({std::int64_t(size[0]), std::int64_t(size[1]), std::int64_t(size[2])}, geometry);
-  std::memcpy(volume.data(), itk_image.GetBufferPointer(), sizeof(float) * std::size_t(volume.size()));
-  return volume;
-}
 
 namespace {
 
@@ -239,12 +220,19 @@ Image read_itk(const fs::path& original_path, const ReadOptions& options) {
       default: break;  // TIFF and PNG: checked above
     }
 
-    auto reader = itk::ImageFileReader<FloatImage>::New();
-    reader->SetImageIO(imageio);
-    reader->SetFileName(path.c_str());
-    reader->Update();
-    const FloatImage* itk_image = reader->GetOutput();
-    image.volume = to_volume(*itk_image);
+    // Read in the file's own pixel type (no conversion inside ITK, which runs on one core), then
+    // converted to float on all cores.
+    StageClock clock;
+    image.volume = with_pixel_type(image.info.pixel_type, [&](auto t) {
+      using T = decltype(t);
+      auto reader = itk::ImageFileReader<itk::Image<T, 3>>::New();
+      reader->SetImageIO(imageio);
+      reader->SetFileName(path.c_str());
+      reader->Update();
+      image.info.stages.emplace_back("file", clock.lap());
+      return to_volume(*reader->GetOutput());
+    });
+    image.info.stages.emplace_back("convert", clock.lap());
   } catch (const itk::ExceptionObject& e) {
     fail(kind_of(e), fmt::format("cannot read {}: {}", quoted(original_path), one_line(e.GetDescription())));
   }
@@ -254,7 +242,8 @@ Image read_itk(const fs::path& original_path, const ReadOptions& options) {
 namespace {
 
 template <class T, unsigned D>
-std::int64_t write_typed(const Volume& volume, const fs::path& path) {
+std::int64_t write_typed(const Volume& volume, const fs::path& path, StageTimes& stages) {
+  StageClock clock;
   using ImageType = itk::Image<T, D>;
   auto image = ImageType::New();
   typename ImageType::SizeType size;
@@ -274,17 +263,20 @@ std::int64_t write_typed(const Volume& volume, const fs::path& path) {
   image->SetDirection(direction);
   image->Allocate();
   const std::int64_t clamped = convert_voxels(volume, image->GetBufferPointer());
+  stages.emplace_back("convert", clock.lap());
 
   auto writer = itk::ImageFileWriter<ImageType>::New();
   writer->SetFileName(path.c_str());
   writer->SetInput(image);
   writer->Update();
+  stages.emplace_back("file", clock.lap());
   return clamped;
 }
 
 }  // namespace
 
-std::int64_t write_itk(const Volume& volume, PixelType type, Format format, const fs::path& path, int compression_level) {
+std::int64_t write_itk(const Volume& volume, PixelType type, Format format, const fs::path& path, int compression_level,
+                       StageTimes& stages) {
   // PNG is 2D only, and a single-slice TIFF reads back best as a plain 2D page.
   const bool flat = volume.dims().nz == 1 && (format == Format::Png || format == Format::Tiff);
   // nifticlib compresses .nii.gz on one core with zlib: ITK writes .nii, compressed here on all.
@@ -293,11 +285,13 @@ std::int64_t write_itk(const Volume& volume, PixelType type, Format format, cons
   try {
     const std::int64_t clamped = with_pixel_type(type, [&](auto t) {
       using T = decltype(t);
-      return flat ? write_typed<T, 2>(volume, written) : write_typed<T, 3>(volume, written);
+      return flat ? write_typed<T, 2>(volume, written, stages) : write_typed<T, 3>(volume, written, stages);
     });
     if (gzipped_nifti) {
+      StageClock clock;
       gzip_file(written, path, compression_level);
       fs::remove(written);
+      stages.emplace_back("compress", clock.lap());
     }
     return clamped;
   } catch (const itk::ExceptionObject& e) {

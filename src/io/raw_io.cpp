@@ -42,26 +42,24 @@ Image read_raw(const fs::path& path, const RawLayout& layout, const ReadOptions&
                                     layout.header_bytes ? fmt::format(" after a {}-byte header", layout.header_bytes) : "",
                                     need, have < need ? " (truncated file or wrong dims)" : " (wrong dims or type?)"));
   }
+  StageClock clock;
   std::ifstream file(path, std::ios::binary);
   std::vector<char> bytes(std::size_t(d.count()) * width);
   file.seekg(std::streamoff(layout.header_bytes));
   if (!file.read(bytes.data(), std::streamsize(bytes.size()))) {
     fail(ErrorKind::Io, fmt::format("cannot read {}", quoted(path)));
   }
-  if (needs_swap(layout.byte_order)) swap_bytes(bytes.data(), std::size_t(d.count()), width);
-
   Image image;
+  image.info.stages.emplace_back("file", clock.lap());
+  if (needs_swap(layout.byte_order)) swap_bytes(bytes.data(), std::size_t(d.count()), width);
   Geometry geometry;
   geometry.spacing = layout.spacing;
   image.volume = Volume(d, geometry);
   with_pixel_type(layout.type, [&](auto t) {
     using T = decltype(t);
-    for (std::int64_t i = 0; i < d.count(); ++i) {
-      T v;
-      std::memcpy(&v, bytes.data() + std::size_t(i) * width, width);
-      image.volume.data()[i] = static_cast<float>(v);
-    }
+    voxels_to_float(reinterpret_cast<const T*>(bytes.data()), d.count(), image.volume.data());  // new[]: aligned for T
   });
+  image.info.stages.emplace_back("convert", clock.lap());
   image.info.path = path;
   image.info.format = Format::Raw;
   image.info.pixel_type = layout.type;
@@ -69,7 +67,8 @@ Image read_raw(const fs::path& path, const RawLayout& layout, const ReadOptions&
   return image;
 }
 
-std::int64_t write_raw(const Volume& volume, PixelType type, ByteOrder order, const fs::path& path) {
+std::int64_t write_raw(const Volume& volume, PixelType type, ByteOrder order, const fs::path& path, StageTimes& stages) {
+  StageClock clock;
   const std::size_t width = size_of(type);
   std::vector<char> bytes(std::size_t(volume.size()) * width);
   const std::int64_t clamped = with_pixel_type(type, [&](auto t) {
@@ -77,10 +76,13 @@ std::int64_t write_raw(const Volume& volume, PixelType type, ByteOrder order, co
     return convert_voxels(volume, reinterpret_cast<T*>(bytes.data()));
   });
   if (needs_swap(order)) swap_bytes(bytes.data(), std::size_t(volume.size()), width);
+  stages.emplace_back("convert", clock.lap());
   std::ofstream file(path, std::ios::binary);
   if (!file.write(bytes.data(), std::streamsize(bytes.size())) || !file.flush()) {
     fail(ErrorKind::Io, fmt::format("cannot write {}", quoted(path.filename())));
   }
+  file.close();
+  stages.emplace_back("file", clock.lap());
   return clamped;
 }
 

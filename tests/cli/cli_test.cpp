@@ -86,6 +86,17 @@ TEST(Cli, NlmWritesOutputPreviewAndReport) {
   EXPECT_EQ(report["input"]["dims"], (std::vector<int>{21, 17, 6}));
   EXPECT_EQ(report["output"]["pixel_type"], "int16");
   EXPECT_GT(report["timings_s"]["filter"].get<double>(), 0.0);
+  // Every stage in the order it ran, adding up to no more than the total.
+  std::vector<std::string> stages;
+  double staged = 0;
+  for (const auto& s : report["stages_s"]) {
+    stages.push_back(s["stage"].get<std::string>());
+    EXPECT_GE(s["seconds"].get<double>(), 0.0) << stages.back();
+    staged += s["seconds"].get<double>();
+  }
+  EXPECT_EQ(stages, (std::vector<std::string>{"read: file", "read: convert", "filter", "write: convert", "write: file",
+                                              "write: compress", "write: commit", "preview", "report"}));
+  EXPECT_LE(staged, report["timings_s"]["total"].get<double>());
   EXPECT_LT(report["output"]["statistics"]["std"].get<double>(), report["input"]["statistics"]["std"].get<double>());
   const auto preview = ctd::io::read_image(dir / "preview.png");
   EXPECT_EQ(preview.info.pixel_type, ctd::io::PixelType::UInt8);
