@@ -2,6 +2,7 @@
 // (include/ctdenoise/auto_params.hpp, docs/parameters.md).
 
 #include "core/robust_stats.hpp"
+#include "cpu/thread_pool.hpp"
 
 #include <ctdenoise/auto_params.hpp>
 #include <ctdenoise/error.hpp>
@@ -109,16 +110,25 @@ Sample make_sample(ConstVolumeView<float> in, int reach_xy, int reach_z, const N
   const i64 cx = d.nx / bxy, cy = d.ny / bxy, cz = d.nz / bz;
   // Blocks centred in the image's extent along each axis.
   const i64 ox = (d.nx - cx * bxy) / 2, oy = (d.ny - cy * bxy) / 2, oz = (d.nz - cz * bz) / 2;
-  for (i64 k = 0; k < cz; ++k)
-    for (i64 j = 0; j < cy; ++j)
-      for (i64 i = 0; i < cx; ++i) {
-        const Corner c{ox + i * bxy, oy + j * bxy, oz + k * bz};
-        i64 bad = 0;
-        for (i64 z = 0; z < bz; ++z)
-          for (i64 y = 0; y < bxy; ++y)
-            for (i64 x = 0; x < bxy; ++x) bad += usable(in.data[((c.z + z) * d.ny + c.y + y) * d.nx + c.x + x]) ? 0 : 1;
-        if (bad * 10 <= bxy * bxy * bz) candidates.push_back(c);
-      }
+  // Every block of the image is looked at (on all cores): it is a candidate when padding fills at
+  // most a tenth of it.
+  auto corner = [&](i64 block) {
+    return Corner{ox + (block % cx) * bxy, oy + (block / cx) % cy * bxy, oz + block / (cx * cy) * bz};
+  };
+  std::vector<unsigned char> candidate(std::size_t(cx * cy * cz), 0);
+  cpu::for_each_piece(cx * cy * cz, 16, 0, [&](i64, i64 begin, i64 end) {
+    for (i64 block = begin; block < end; ++block) {
+      const Corner c = corner(block);
+      i64 bad = 0;
+      for (i64 z = 0; z < bz; ++z)
+        for (i64 y = 0; y < bxy; ++y)
+          for (i64 x = 0; x < bxy; ++x) bad += usable(in.data[((c.z + z) * d.ny + c.y + y) * d.nx + c.x + x]) ? 0 : 1;
+      candidate[std::size_t(block)] = bad * 10 <= bxy * bxy * bz;
+    }
+  });
+  for (i64 block = 0; block < cx * cy * cz; ++block) {
+    if (candidate[std::size_t(block)]) candidates.push_back(corner(block));
+  }
   if (candidates.empty()) invalid("the image has no region free of padding to estimate the filter strength on");
   const i64 wanted = std::max<i64>(1, kAutoSampleVoxels / (bxy * bxy * bz));
   const i64 count = std::min<i64>(wanted, i64(candidates.size()));

@@ -53,15 +53,16 @@ NoiseEstimate detail::estimate_noise_without(ConstVolumeView<float> in, NoiseEst
   };
 
   // Each residual (or detail coefficient) with the value range of the voxels it was made from.
-  // Large volumes are sampled: every step-th position, about four million in all. Positions are
-  // numbered in scan order over the grid (nx, ny, nz positions along x, y, z); the sampled ones are
-  // visited directly, in parallel pieces whose results are joined in order.
+  // Large volumes are sampled: every step-th position, about a million in all (the sigma of a
+  // million residuals is within 0.1 % of the truth). Positions are numbered in scan order over
+  // the grid (nx, ny, nz positions along x, y, z); the sampled ones are visited directly, in
+  // parallel pieces whose results are joined in order.
   struct Sample {
     double value, range;
   };
   auto collect = [&](i64 nx, i64 ny, i64 nz, auto&& at) {
     const i64 positions = std::max<i64>(0, nx) * std::max<i64>(0, ny) * std::max<i64>(0, nz);
-    const i64 step = std::max<i64>(1, d.count() / 4000000);
+    const i64 step = std::max<i64>(1, d.count() / 1000000);
     const i64 sampled = (positions + step - 1) / step;
     constexpr i64 kPiece = 1 << 16;
     std::vector<std::vector<Sample>> pieces(std::size_t((sampled + kPiece - 1) / kPiece));

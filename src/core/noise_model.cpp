@@ -143,27 +143,50 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
   // At most about kMaxTriples differences per lag: every step-th flat block.
   const std::size_t step = std::max<std::size_t>(1, std::size_t(i64(flat.size()) * bx * by / kMaxTriples));
 
-  std::vector<double> variance(lags.size());
-  std::vector<i64> pairs(lags.size());
-  pool.parallel_for(i64(lags.size()), [&](i64 begin, i64 end) {
-    for (i64 l = begin; l < end; ++l) {
-      double sum = 0;
-      i64 count = 0;
-      for (std::size_t b = 0; b < flat.size(); b += step) {
-        const Block& k = flat[b];
-        for (i64 y = k.y; y < k.y + by; ++y)
-          for (i64 x = k.x; x < k.x + bx; ++x) {
-            const double v = second_difference(x, y, k.z, lags[std::size_t(l)]);
-            if (!std::isnan(v)) {
-              sum += v * v;
-              ++count;
+  // Block by block (its neighbourhood stays in cache while every lag is read from it), in fixed
+  // pieces of blocks whose sums are added in order: the same figures on any number of threads.
+  std::vector<const Block*> chosen;
+  for (std::size_t b = 0; b < flat.size(); b += step) chosen.push_back(&flat[b]);
+  constexpr i64 kBlocksPerPiece = 64;
+  const std::size_t pieces = (chosen.size() + kBlocksPerPiece - 1) / kBlocksPerPiece;
+  std::vector<double> piece_sums(pieces * lags.size(), 0.0);
+  std::vector<i64> piece_counts(pieces * lags.size(), 0);
+  pool.parallel_for(i64(pieces), [&](i64 first, i64 last) {
+    for (i64 piece = first; piece < last; ++piece) {
+      double* sums = piece_sums.data() + std::size_t(piece) * lags.size();
+      i64* counts = piece_counts.data() + std::size_t(piece) * lags.size();
+      const std::size_t end = std::min(chosen.size(), std::size_t(piece + 1) * kBlocksPerPiece);
+      for (std::size_t b = std::size_t(piece) * kBlocksPerPiece; b < end; ++b) {
+        const Block& k = *chosen[b];
+        for (std::size_t l = 0; l < lags.size(); ++l) {
+          double sum = 0;
+          i64 count = 0;
+          for (i64 y = k.y; y < k.y + by; ++y)
+            for (i64 x = k.x; x < k.x + bx; ++x) {
+              const double v = second_difference(x, y, k.z, lags[l]);
+              if (!std::isnan(v)) {
+                sum += v * v;
+                ++count;
+              }
             }
-          }
+          sums[l] += sum;
+          counts[l] += count;
+        }
       }
-      pairs[std::size_t(l)] = count;
-      variance[std::size_t(l)] = count > 0 ? sum / double(count) : 0;
     }
   });
+  std::vector<double> variance(lags.size());
+  std::vector<i64> pairs(lags.size());
+  for (std::size_t l = 0; l < lags.size(); ++l) {
+    double sum = 0;
+    i64 count = 0;
+    for (std::size_t piece = 0; piece < pieces; ++piece) {
+      sum += piece_sums[piece * lags.size() + l];
+      count += piece_counts[piece * lags.size() + l];
+    }
+    pairs[l] = count;
+    variance[l] = count > 0 ? sum / double(count) : 0;
+  }
   m.samples = *std::min_element(pairs.begin(), pairs.end());
   if (m.samples < 16) return white();
 
