@@ -330,19 +330,20 @@ class NiftiBytes {
 // ITK's NIfTI reader accepts a file whose voxel data is cut short, and its NIfTI library turns
 // NaN and infinite floats into 0 without a word. Both would go unnoticed, so read the file once
 // more (zlib reads plain and gzipped files alike) to check its length and its float values.
-void check_nifti_data(const fs::path& path, bool float32, bool float64, std::uint64_t voxel_bytes) {
-  gzFile file = gzopen(path.c_str(), "rb");
-  if (!file) fail(ErrorKind::Io, fmt::format("cannot open {}", quoted(path)));
-  std::vector<char> bytes;
-  std::vector<char> buffer(1 << 20);
-  int got;
-  while ((got = gzread(file, buffer.data(), unsigned(buffer.size()))) > 0) bytes.insert(bytes.end(), buffer.data(), buffer.data() + got);
-  int zerr = Z_OK;
-  const std::string zmessage = gzerror(file, &zerr);
-  gzclose(file);
-  if (got < 0 || (zerr != Z_OK && zerr != Z_STREAM_END) || bytes.size() < 348) {
-    fail(ErrorKind::Io, fmt::format("cannot read {}: {} (truncated or corrupt file)", quoted(path), zmessage));
-  }
+std::vector<char> nifti_file_bytes(const fs::path& path, std::uint64_t voxel_bytes) {
+  std::ifstream in(path, std::ios::binary);
+  unsigned char magic[2] = {};
+  in.read(reinterpret_cast<char*>(magic), 2);
+  if (magic[0] == 0x1f && magic[1] == 0x8b) return gunzip_file(path, voxel_bytes + 544);
+  in.seekg(0);
+  std::vector<char> bytes(fs::file_size(path));
+  if (!in.read(bytes.data(), std::streamsize(bytes.size()))) fail(ErrorKind::Io, fmt::format("cannot read {}", quoted(path)));
+  return bytes;
+}
+
+void check_nifti_data(const fs::path& path, const std::vector<char>& bytes, bool float32, bool float64,
+                      std::uint64_t voxel_bytes) {
+  if (bytes.size() < 348) fail(ErrorKind::Io, fmt::format("cannot read {}: truncated or corrupt file", quoted(path)));
   // vox_offset: a float at byte 108 (NIfTI-1, 348-byte header) or an int64 at byte 168 (NIfTI-2).
   const NiftiBytes h(reinterpret_cast<const unsigned char*>(bytes.data()));
   const std::int32_t header_size = h.load<std::int32_t>(0);

@@ -64,7 +64,11 @@ void check_header(const fs::path& path, const std::vector<std::uint64_t>& extent
 void check_nifti_header(const fs::path& path);
 // ITK's NIfTI reader accepts voxel data cut short and turns NaN and infinite floats into 0: the
 // file is read once more to check its length and (float32/float64 voxels) its values.
-void check_nifti_data(const fs::path& path, bool float32, bool float64, std::uint64_t voxel_bytes);
+// `bytes`: the whole file, inflated (nifti_file_bytes).
+void check_nifti_data(const fs::path& path, const std::vector<char>& bytes, bool float32, bool float64,
+                      std::uint64_t voxel_bytes);
+// The whole NIfTI file, inflated when it is gzip-compressed; Io when it is truncated or corrupt.
+std::vector<char> nifti_file_bytes(const fs::path& path, std::uint64_t voxel_bytes);
 // The declared voxel bytes are all there (uncompressed: the file is long enough; compressed: the
 // stream inflates to them and ends cleanly).
 void check_metaimage_data(const fs::path& path, std::uint64_t expected_bytes);
@@ -97,6 +101,9 @@ std::int64_t write_dicom(const Volume& volume, const ImageInfo& source, PixelTyp
 std::int64_t write_raw(const Volume& volume, PixelType type, ByteOrder order, const fs::path& path, StageTimes& stages);
 // Compresses `source` into `destination` as gzip members of 4 MiB, on all cores (level 1-12).
 void gzip_file(const fs::path& source, const fs::path& destination, int level);
+// The whole content of a gzip file (every member); Io when it is truncated or corrupt. size_hint:
+// the expected size, if known.
+std::vector<char> gunzip_file(const fs::path& source, std::size_t size_hint);
 
 // Seconds since the last lap (or since construction), for StageTimes.
 class StageClock {

@@ -1,6 +1,7 @@
-// Parallel gzip: the file is cut into 4 MiB chunks, each compressed as a gzip member of its own
-// (libdeflate) on all cores, and the members are written in order. A file of several members is
-// plain gzip: zlib (ITK, nifticlib), Python's gzip (nibabel) and gunzip read it whole.
+// gzip with libdeflate. Writing: the file is cut into 4 MiB chunks, each compressed as a gzip
+// member of its own on all cores, and the members are written in order. A file of several
+// members is plain gzip: zlib (ITK, nifticlib), Python's gzip (nibabel) and gunzip read it whole.
+// Reading: member after member, two to four times as fast as zlib.
 
 #include "cpu/thread_pool.hpp"
 #include "io/io_internal.hpp"
@@ -9,6 +10,7 @@
 
 #include <libdeflate.h>
 
+#include <algorithm>
 #include <fstream>
 #include <thread>
 
@@ -48,6 +50,36 @@ void gzip_file(const fs::path& source, const fs::path& destination, int level) {
   std::ofstream out(destination, std::ios::binary | std::ios::trunc);
   for (const auto& member : members) out.write(member.data(), std::streamsize(member.size()));
   if (!out.flush()) fail(ErrorKind::Io, fmt::format("cannot write {}", quoted(destination.filename())));
+}
+
+std::vector<char> gunzip_file(const fs::path& source, std::size_t size_hint) {
+  std::ifstream in(source, std::ios::binary);
+  const std::uint64_t size = fs::file_size(source);
+  std::vector<char> data(size);
+  if (!in.read(data.data(), std::streamsize(size))) fail(ErrorKind::Io, fmt::format("cannot read {}", quoted(source)));
+  libdeflate_decompressor* decompressor = libdeflate_alloc_decompressor();
+  if (!decompressor) fail(ErrorKind::OutOfMemory, "gzip: cannot start decompressing (libdeflate)");
+  std::vector<char> out(std::max<std::size_t>(size_hint, 1 << 20));
+  std::size_t in_at = 0, out_at = 0;
+  libdeflate_result result = LIBDEFLATE_SUCCESS;
+  while (in_at < data.size()) {
+    std::size_t used = 0, produced = 0;
+    result = libdeflate_gzip_decompress_ex(decompressor, data.data() + in_at, data.size() - in_at, out.data() + out_at,
+                                           out.size() - out_at, &used, &produced);
+    if (result == LIBDEFLATE_INSUFFICIENT_SPACE) {
+      out.resize(out.size() * 2);
+      continue;
+    }
+    if (result != LIBDEFLATE_SUCCESS) break;
+    in_at += used;
+    out_at += produced;
+  }
+  libdeflate_free_decompressor(decompressor);
+  if (result != LIBDEFLATE_SUCCESS || out_at == 0) {
+    fail(ErrorKind::Io, fmt::format("cannot read {}: the gzip data is truncated or corrupt", quoted(source)));
+  }
+  out.resize(out_at);
+  return out;
 }
 
 }  // namespace ctd::io::detail
