@@ -8,6 +8,7 @@
 
 #include <ctdenoise/bilateral.hpp>
 #include <ctdenoise/error.hpp>
+#include <ctdenoise/metrics.hpp>
 
 #include <fmt/format.h>
 
@@ -194,9 +195,9 @@ FilterRun bilateral(ConstVolumeView<float> in, VolumeView<float> out, const Bila
     CompressiveSettings settings;
     float lo = 0;
     if (algorithm == BilateralAlgorithm::Compressive) {
-      const auto [lo_it, hi_it] = std::minmax_element(run.input.data, run.input.data + in.dims.count());
-      lo = *lo_it;
-      settings = compressive_settings(params, double(*hi_it) - double(lo));
+      const Statistics range = statistics(run.input);  // on all cores
+      lo = float(range.min);
+      settings = compressive_settings(params, range.max - range.min);
     }
     const cuda::HostTimes times = cuda::bilateral_host(run.input, out, params, radius, algorithm, settings, lo);
     if (context.progress) context.progress(1.0);

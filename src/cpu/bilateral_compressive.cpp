@@ -11,6 +11,8 @@
 #include "core/recursive_gaussian.hpp"
 #include "cpu/backend.hpp"
 
+#include <ctdenoise/metrics.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -172,9 +174,9 @@ class GaussianFilter {
 CompressiveSettings bilateral_compressive(ConstVolumeView<float> in, VolumeView<float> out, const BilateralParams& params,
                                           const std::array<int, 3>& radius, ThreadPool& pool, const Progress& progress) {
   const i64 n = in.dims.count();
-  const auto [lo_it, hi_it] = std::minmax_element(in.data, in.data + n);
-  const float lo = *lo_it;
-  const CompressiveSettings settings = compressive_settings(params, double(*hi_it) - double(lo));
+  const Statistics range = statistics(in);  // on all cores
+  const float lo = float(range.min);
+  const CompressiveSettings settings = compressive_settings(params, range.max - range.min);
   const double omega = 2.0 * M_PI / settings.period;
 
   GaussianFilter gauss(in.dims, params, radius);
