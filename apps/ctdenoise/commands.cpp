@@ -16,6 +16,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <thread>
 
 namespace ctd::cli {
 namespace fs = std::filesystem;
@@ -120,7 +121,9 @@ void run_filter(const InputOptions& input, const RunOptions& run, FilterJob& job
   ExecContext context;
   context.device = device_from_string(run.device);
   context.threads = run.threads;
-  available_device(context.device);  // fail on an unavailable device before reading anything
+  // Fail on an unavailable device before reading anything; create the CUDA context while reading.
+  std::jthread cuda_context;
+  if (available_device(context.device) == Device::Cuda) cuda_context = std::jthread([] { initialize_cuda(); });
   const auto window = parse_window(run.window);
   io::WriteOptions write_options{run.overwrite, run.float_output, {}, run.compression_level};
   if (run.compression_level < 1 || run.compression_level > 12) {

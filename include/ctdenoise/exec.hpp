@@ -31,6 +31,11 @@ Device available_device(Device requested);
 // are refused (Cuda, Unsupported).
 inline constexpr std::int64_t kMaxCudaVoxels = (std::int64_t(1) << 31) - 1;
 
+// Creates the CUDA context of the current device now, where there is one (the first CUDA call
+// otherwise pays for it: 0.1-0.5 s). Never throws: a failure shows in the first real call. The
+// CLI calls it on a thread of its own while the input is being read.
+void initialize_cuda() noexcept;
+
 // The GPU that CUDA work runs on ("NVIDIA H100 80GB HBM3"), or "" when there is none.
 std::string cuda_device_name();
 

@@ -46,6 +46,16 @@ Device available_device(Device requested) {
 #endif
 }
 
+void initialize_cuda() noexcept {
+#if CTD_HAVE_CUDA
+  try {
+    if (cuda::device_present()) cuda::create_context();
+  } catch (...) {
+    // left to the first real call, which reports it
+  }
+#endif
+}
+
 std::string cuda_device_name() {
 #if CTD_HAVE_CUDA
   return cuda::device_name();

@@ -87,14 +87,13 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
     i64 x, y, z;
   };
   const i64 bx = kBlock, by = kBlock;
-  std::vector<Block> blocks;
-  for (i64 z = 0; z < d.nz; ++z)
-    for (i64 y = 0; y + by <= d.ny; y += by)
-      for (i64 x = 0; x + bx <= d.nx; x += bx) blocks.push_back({x, y, z});
-  if (i64(blocks.size()) > kMaxBlocks) {
-    std::vector<Block> spread(static_cast<std::size_t>(kMaxBlocks));
-    for (i64 i = 0; i < kMaxBlocks; ++i) spread[std::size_t(i)] = blocks[std::size_t(i * i64(blocks.size()) / kMaxBlocks)];
-    blocks = std::move(spread);
+  // The blocks in scan order, at most kMaxBlocks of them evenly spread.
+  const i64 per_row = d.nx / bx, per_slice = per_row * (d.ny / by), all_blocks = per_slice * d.nz;
+  const i64 judged_blocks = std::min(all_blocks, kMaxBlocks);
+  std::vector<Block> blocks(static_cast<std::size_t>(judged_blocks));
+  for (i64 i = 0; i < judged_blocks; ++i) {
+    const i64 b = all_blocks > kMaxBlocks ? i * all_blocks / kMaxBlocks : i;
+    blocks[std::size_t(i)] = {b % per_row * bx, b % per_slice / per_row * by, b / per_slice};
   }
   std::vector<Lag> shell_lags;
   for (const Lag& g : lags) {

@@ -12,6 +12,8 @@ namespace ctd::cuda {
 // Whether a driver and a device are there; `why` says what is missing when not.
 bool device_present(std::string* why = nullptr);
 std::string device_name();
+// Creates the current device's context (cudaFree(nullptr)); throws ctd::Error on failure.
+void create_context();
 
 // Throws Unsupported for options or sizes the variant cannot take (before any work).
 void check_nlm_supported(const Dims& dims, const NlmParams& params, NlmAlgorithm algorithm);

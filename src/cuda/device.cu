@@ -37,6 +37,8 @@ std::string device_name() {
   return properties.name;
 }
 
+void create_context() { CTD_CUDA_CHECK(cudaFree(nullptr)); }
+
 void require_device() {
   std::string why;
   if (!device_present(&why)) throw Error(ErrorKind::Cuda, why);

@@ -23,6 +23,7 @@
 #include <fstream>
 #include <memory>
 #include <new>
+#include <optional>
 #include <set>
 
 namespace ctd::io::detail {
@@ -133,39 +134,56 @@ void probe_dicom_in_child(const fs::path& path) {
   } else {
     files.push_back(path);
   }
-  int channel[2];
-  if (::pipe(channel) != 0) return;  // no probe possible: read as before
-  const pid_t child = ::fork();
-  if (child < 0) {
-    ::close(channel[0]);
-    ::close(channel[1]);
-    return;
-  }
-  if (child == 0) {
-    ::close(channel[0]);
-    for (std::size_t i = 0; i < files.size(); ++i) {
-      const std::uint32_t index = std::uint32_t(i);
-      if (::write(channel[1], &index, sizeof index) != sizeof index) ::_exit(0);
-      gdcm::ImageReader reader;
-      reader.SetFileName(files[i].c_str());
-      // Decoded into untouched memory (not zeroed: a corrupt header may declare gigabytes).
-      if (reader.Read() && reader.GetImage().GetBufferLength() <= fs::file_size(files[i]) * 64 + (1 << 20)) {
-        const std::unique_ptr<char[]> buffer(new (std::nothrow) char[reader.GetImage().GetBufferLength()]);
-        if (buffer) reader.GetImage().GetBuffer(buffer.get());
-      }
+  // Several children, each with a share of the files (every k-th), each telling its parent which
+  // file it is on before it parses it.
+  struct Child {
+    pid_t pid = -1;
+    int channel = -1;
+  };
+  const std::size_t count = std::min<std::size_t>(files.size(), std::size_t(std::min(16, cpu::hardware_threads())));
+  std::vector<Child> children;
+  for (std::size_t k = 0; k < count; ++k) {
+    int channel[2];
+    if (::pipe(channel) != 0) break;  // fewer probes possible: the files of the others are read unprobed
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+      ::close(channel[0]);
+      ::close(channel[1]);
+      break;
     }
-    ::_exit(0);
+    if (pid == 0) {
+      ::close(channel[0]);
+      for (std::size_t i = k; i < files.size(); i += count) {
+        const std::uint32_t index = std::uint32_t(i);
+        if (::write(channel[1], &index, sizeof index) != sizeof index) ::_exit(0);
+        gdcm::ImageReader reader;
+        reader.SetFileName(files[i].c_str());
+        // Decoded into untouched memory (not zeroed: a corrupt header may declare gigabytes).
+        if (reader.Read() && reader.GetImage().GetBufferLength() <= fs::file_size(files[i]) * 64 + (1 << 20)) {
+          const std::unique_ptr<char[]> buffer(new (std::nothrow) char[reader.GetImage().GetBufferLength()]);
+          if (buffer) reader.GetImage().GetBuffer(buffer.get());
+        }
+      }
+      ::_exit(0);
+    }
+    ::close(channel[1]);
+    children.push_back({pid, channel[0]});
   }
-  ::close(channel[1]);
-  std::uint32_t index = 0, last = std::uint32_t(-1);
-  while (::read(channel[0], &index, sizeof index) == sizeof index) last = index;
-  ::close(channel[0]);
-  int status = 0;
-  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  std::optional<std::pair<std::uint32_t, int>> stopped;  // the first file a child stopped on, and the signal
+  for (const Child& child : children) {
+    std::uint32_t index = 0, last = std::uint32_t(-1);
+    while (::read(child.channel, &index, sizeof index) == sizeof index) last = index;
+    ::close(child.channel);
+    int status = 0;
+    while (::waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (WIFSIGNALED(status) && last < files.size() && (!stopped || last < stopped->first)) {
+      stopped = std::make_pair(last, WTERMSIG(status));
+    }
   }
-  if (WIFSIGNALED(status) && last < files.size()) {
-    fail(ErrorKind::Io, fmt::format("{} is corrupt: the DICOM library stops on it ({})", quoted(files[last]),
-                                    ::strsignal(WTERMSIG(status))));
+  if (stopped) {
+    fail(ErrorKind::Io, fmt::format("{} is corrupt: the DICOM library stops on it ({})", quoted(files[stopped->first]),
+                                    ::strsignal(stopped->second)));
   }
 }
 
