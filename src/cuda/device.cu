@@ -80,7 +80,7 @@ constexpr std::size_t kDirectBytes = std::size_t(4) << 20;  // smaller copies go
 
 class Staging {
  public:
-  Staging() : pool_(std::min(16, cpu::hardware_threads())) {
+  Staging() : pool_(std::min(8, cpu::hardware_threads())) {
     for (Slot& slot : slots_) {
       CTD_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&slot.host), kChunk, cudaHostAllocDefault));
       CTD_CUDA_CHECK(cudaEventCreateWithFlags(&slot.done, cudaEventDisableTiming));

@@ -55,7 +55,7 @@ class DeviceBuffer {
 float* stream_workspace(std::size_t floats, cudaStream_t stream);
 
 // Copies between pageable host memory and the device at the bus's speed: through pinned staging
-// buffers (kept per host thread), filled and drained on up to 16 cores while the previous chunk is
+// buffers (kept per host thread), filled and drained on up to 8 cores while the previous chunk is
 // on the bus. Both return when the host memory may be reused (to_host: when it holds the data).
 void copy_to_device(float* device, const float* host, std::size_t count, cudaStream_t stream);
 void copy_to_host(float* host, const float* device, std::size_t count, cudaStream_t stream);
