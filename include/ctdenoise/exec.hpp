@@ -36,6 +36,11 @@ inline constexpr std::int64_t kMaxCudaVoxels = (std::int64_t(1) << 31) - 1;
 // CLI calls it on a thread of its own while the input is being read.
 void initialize_cuda() noexcept;
 
+// Filters called with host memory on CUDA keep their device memory (two volumes and the
+// filter's workspace) and a stream for the next call on the same host thread, so that a loop
+// allocates once. This frees that memory now (it is freed anyway when the thread ends).
+void release_cuda_memory() noexcept;
+
 // The GPU that CUDA work runs on ("NVIDIA H100 80GB HBM3"), or "" when there is none.
 std::string cuda_device_name();
 

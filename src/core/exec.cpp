@@ -56,6 +56,12 @@ void initialize_cuda() noexcept {
 #endif
 }
 
+void release_cuda_memory() noexcept {
+#if CTD_HAVE_CUDA
+  if (cuda::device_present()) cuda::release_host_call_memory();
+#endif
+}
+
 std::string cuda_device_name() {
 #if CTD_HAVE_CUDA
   return cuda::device_name();

@@ -12,6 +12,8 @@ namespace ctd::cuda {
 // Whether a driver and a device are there; `why` says what is missing when not.
 bool device_present(std::string* why = nullptr);
 std::string device_name();
+// Frees the device memory kept for calls from host memory on this thread (device_buffer.hpp).
+void release_host_call_memory() noexcept;
 // Creates the current device's context (cudaFree(nullptr)); throws ctd::Error on failure.
 void create_context();
 

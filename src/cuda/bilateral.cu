@@ -755,15 +755,6 @@ int walk_steps(const Lines& L, int taps8) {
   return int(std::clamp(tiles * line_groups / (8LL * sm_count()), 1LL, (long long)tiles));
 }
 
-void check_memory(std::size_t bytes) {
-  std::size_t free_bytes = 0, total_bytes = 0;
-  CTD_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  if (bytes > free_bytes) {
-    throw Error(ErrorKind::OutOfMemory, "the filter needs " + std::to_string(bytes >> 20) + " MiB of device memory, " +
-                                            std::to_string(free_bytes >> 20) + " MiB are free");
-  }
-}
-
 double sigma_voxels(const BilateralParams& params, int axis) {
   return params.spatial_unit == SpatialUnit::Millimetre ? params.sigma_spatial / params.spacing[axis]
                                                         : double(params.sigma_spatial);
@@ -949,16 +940,19 @@ HostTimes bilateral_host(ConstVolumeView<float> in, VolumeView<float> out, const
   // Compressive: a, b (n float4 each), numerator and denominator (n float each), the recursive tails.
   const std::size_t tail = compressive ? recursive_tail_count(in.dims, params) : 0;
   const std::size_t work_count = compressive ? 3 * std::size_t(n) + tail : 0;
-  check_memory(2 * std::size_t(n) * sizeof(float) + work_count * sizeof(float4) + std::size_t(taps) * sizeof(float));
-  Stream stream;
-  DeviceBuffer<float> d_in{std::size_t(n)}, d_out{std::size_t(n)};
-  DeviceBuffer<float4> work(work_count);
-  DeviceBuffer<float> spatial(algorithm == BilateralAlgorithm::Naive ? std::size_t(taps) : 0);
+  const std::size_t spatial_count = algorithm == BilateralAlgorithm::Naive ? std::size_t(taps) : 0;
+  const HostCallMemory memory{std::size_t(n) * sizeof(float), std::size_t(n) * sizeof(float), work_count * sizeof(float4),
+                              spatial_count * sizeof(float)};
+  float* d_in = static_cast<float*>(memory.part(0));
+  float* d_out = static_cast<float*>(memory.part(1));
+  float4* work = static_cast<float4*>(memory.part(2));
+  float* spatial = static_cast<float*>(memory.part(3));
+  const cudaStream_t stream = memory.stream();
   Event start, stop;
   HostTimes times;
   times.upload_ms = host_ms([&] {
-    copy_to_device(d_in.data(), in.data, std::size_t(n), stream.get());
-    stream.synchronize();
+    copy_to_device(d_in, in.data, std::size_t(n), stream);
+    CTD_CUDA_CHECK(cudaStreamSynchronize(stream));
   });
   if (algorithm == BilateralAlgorithm::Naive || algorithm == BilateralAlgorithm::Tiled) {
     std::vector<float> table;
@@ -967,17 +961,17 @@ HostTimes bilateral_host(ConstVolumeView<float> in, VolumeView<float> out, const
       for (int ky = 0; ky <= 2 * k.ry; ++ky)
         for (int kx = 0; kx <= 2 * k.rx; ++kx) table.push_back(std::exp2(k.lx[kx] + k.ly[ky] + k.lz[kz]));
     if (algorithm == BilateralAlgorithm::Naive) {
-      CTD_CUDA_CHECK(cudaMemcpyAsync(spatial.data(), table.data(), table.size() * sizeof(float), cudaMemcpyHostToDevice,
-                                     stream.get()));
+      CTD_CUDA_CHECK(cudaMemcpyAsync(spatial, table.data(), table.size() * sizeof(float), cudaMemcpyHostToDevice,
+                                     stream));
     } else {
       CTD_CUDA_CHECK(cudaMemcpyToSymbolAsync(c_spatial, table.data(), table.size() * sizeof(float), 0,
-                                             cudaMemcpyHostToDevice, stream.get()));
+                                             cudaMemcpyHostToDevice, stream));
     }
   }
-  start.record(stream.get());
+  start.record(stream);
   switch (algorithm) {
     case BilateralAlgorithm::Naive:
-      bf_naive_kernel<<<unsigned((n + 255) / 256), 256, 0, stream.get()>>>(d_in.data(), d_out.data(), spatial.data(), k);
+      bf_naive_kernel<<<unsigned((n + 255) / 256), 256, 0, stream>>>(d_in, d_out, spatial, k);
       break;
     case BilateralAlgorithm::Tiled: {
       const TiledLayout l = tiled_layout(k);
@@ -985,28 +979,28 @@ HostTimes bilateral_host(ConstVolumeView<float> in, VolumeView<float> out, const
       const int tz = k.rz ? kTiledZ3d : 1;
       const dim3 grid(unsigned((k.nx + kTiledX - 1) / kTiledX), unsigned((k.ny + kTiledY - 1) / kTiledY),
                       unsigned((k.nz + tz - 1) / tz));
-      bf_tiled_kernel<<<grid, dim3(kTiledX, kTiledY), l.bytes(), stream.get()>>>(d_in.data(), d_out.data(), k);
+      bf_tiled_kernel<<<grid, dim3(kTiledX, kTiledY), l.bytes(), stream>>>(d_in, d_out, k);
       break;
     }
     case BilateralAlgorithm::Fused: {
       const dim3 grid(unsigned((k.nx + kFusedBx - 1) / kFusedBx),
                       unsigned((k.ny + kFusedBy * kFusedRun - 1) / (kFusedBy * kFusedRun)), unsigned(k.nz));
-      launch_fused(k.ry, grid, dim3(kFusedBx, kFusedBy), stream.get(), d_in.data(), d_out.data(), k);
+      launch_fused(k.ry, grid, dim3(kFusedBx, kFusedBy), stream, d_in, d_out, k);
       break;
     }
     case BilateralAlgorithm::Compressive: {
-      float4* a = work.data();
+      float4* a = work;
       float* sums = reinterpret_cast<float*>(a + 2 * n);
       const CompressiveWork w{a, a + n, a + 3 * n, sums, sums + n};
-      compressive_device(d_in.data(), d_out.data(), in.dims, params, radius, settings, lo, w, stream.get());
+      compressive_device(d_in, d_out, in.dims, params, radius, settings, lo, w, stream);
       break;
     }
     default: throw Error(ErrorKind::Unsupported, "internal: no CUDA bilateral variant " + std::string(to_string(algorithm)));
   }
   CTD_CUDA_CHECK_LAUNCH();
-  stop.record(stream.get());
+  stop.record(stream);
   times.kernel_ms = stop.elapsed_since(start);
-  times.download_ms = host_ms([&] { copy_to_host(out.data, d_out.data(), std::size_t(n), stream.get()); });
+  times.download_ms = host_ms([&] { copy_to_host(out.data, d_out, std::size_t(n), stream); });
   return times;
 }
 

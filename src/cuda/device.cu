@@ -148,6 +148,55 @@ Staging& staging() {
 
 }  // namespace
 
+namespace {
+
+struct HostCallCache {
+  DeviceBuffer<std::byte> memory;
+  cudaStream_t stream = nullptr;
+  ~HostCallCache() {
+    if (stream) cudaStreamDestroy(stream);
+  }
+};
+
+HostCallCache& host_call_cache() {
+  thread_local HostCallCache cache;
+  return cache;
+}
+
+std::size_t aligned(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+}  // namespace
+
+HostCallMemory::HostCallMemory(std::initializer_list<std::size_t> part_bytes) {
+  std::size_t total = 0;
+  for (std::size_t bytes : part_bytes) total += aligned(bytes);
+  HostCallCache& cache = host_call_cache();
+  if (!cache.stream) CTD_CUDA_CHECK(cudaStreamCreateWithFlags(&cache.stream, cudaStreamNonBlocking));
+  if (cache.memory.size() < total) {
+    std::size_t free_bytes = 0, total_bytes = 0;
+    CTD_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    if (total > free_bytes + cache.memory.size()) {
+      throw Error(ErrorKind::OutOfMemory, "the volume needs " + std::to_string(total >> 20) + " MiB of device memory, " +
+                                              std::to_string((free_bytes + cache.memory.size()) >> 20) + " MiB are free");
+    }
+    cache.memory = DeviceBuffer<std::byte>();  // the smaller block first
+    cache.memory = DeviceBuffer<std::byte>(total);
+  }
+  std::size_t offset = 0, index = 0;
+  for (std::size_t bytes : part_bytes) {
+    parts_[index++] = cache.memory.data() + offset;
+    offset += aligned(bytes);
+  }
+}
+
+cudaStream_t HostCallMemory::stream() const { return host_call_cache().stream; }
+
+void release_host_call_memory() noexcept {
+  HostCallCache& cache = host_call_cache();
+  if (cache.stream) cudaStreamSynchronize(cache.stream);
+  cache.memory = DeviceBuffer<std::byte>();
+}
+
 void copy_to_device(float* device, const float* host, std::size_t count, cudaStream_t stream) {
   const std::size_t bytes = count * sizeof(float);
   if (bytes <= kDirectBytes) {

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <initializer_list>
 #include <utility>
 
 namespace ctd::cuda {
@@ -53,6 +54,21 @@ class DeviceBuffer {
 // a filter on the same stream allocates only on its first call. Throws OutOfMemory, naming the
 // need, when the device cannot hold it.
 float* stream_workspace(std::size_t floats, cudaStream_t stream);
+
+// Device memory and a stream for filter calls from host memory (nlm_host, bilateral_host), kept
+// per host thread and grown on demand, so that a loop of calls allocates only on its first.
+// Parts of it, each 256-byte aligned as cudaMalloc's own blocks.
+class HostCallMemory {
+ public:
+  // Room for parts of the given sizes in bytes; throws OutOfMemory, naming the need, when the
+  // device cannot hold them (what this thread already holds counts as free).
+  explicit HostCallMemory(std::initializer_list<std::size_t> part_bytes);
+  void* part(std::size_t index) const { return parts_[index]; }
+  cudaStream_t stream() const;
+
+ private:
+  void* parts_[4] = {};
+};
 
 // Copies between pageable host memory and the device at the bus's speed: through pinned staging
 // buffers (kept per host thread), filled and drained on up to 8 cores while the previous chunk is

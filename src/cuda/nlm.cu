@@ -462,27 +462,23 @@ void nlm_device(const float* in, float* out, const Dims& dims, const NlmParams& 
 
 HostTimes nlm_host(ConstVolumeView<float> in, VolumeView<float> out, const NlmParams& params, NlmAlgorithm algorithm) {
   const std::size_t n = std::size_t(in.dims.count());
-  std::size_t free_bytes = 0, total_bytes = 0;
-  CTD_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
   const std::size_t workspace = workspace_floats(make_params(in.dims, params), params, algorithm);
-  const std::size_t need = (2 * n + workspace) * sizeof(float);
-  if (need > free_bytes) {
-    throw Error(ErrorKind::OutOfMemory, "the volume needs " + std::to_string(need >> 20) +
-                                            " MiB of device memory, " + std::to_string(free_bytes >> 20) + " MiB are free");
-  }
-  Stream stream;
-  DeviceBuffer<float> d_in(n), d_out(n), d_workspace(workspace);
+  const HostCallMemory memory{n * sizeof(float), n * sizeof(float), workspace * sizeof(float)};
+  float* d_in = static_cast<float*>(memory.part(0));
+  float* d_out = static_cast<float*>(memory.part(1));
+  float* d_workspace = workspace > 0 ? static_cast<float*>(memory.part(2)) : nullptr;
+  const cudaStream_t stream = memory.stream();
   HostTimes times;
   times.upload_ms = host_ms([&] {
-    copy_to_device(d_in.data(), in.data, n, stream.get());
-    stream.synchronize();
+    copy_to_device(d_in, in.data, n, stream);
+    CTD_CUDA_CHECK(cudaStreamSynchronize(stream));
   });
   Event start, stop;
-  start.record(stream.get());
-  run_variant(d_in.data(), d_out.data(), in.dims, params, algorithm, d_workspace.data(), stream.get());
-  stop.record(stream.get());
+  start.record(stream);
+  run_variant(d_in, d_out, in.dims, params, algorithm, d_workspace, stream);
+  stop.record(stream);
   times.kernel_ms = stop.elapsed_since(start);
-  times.download_ms = host_ms([&] { copy_to_host(out.data, d_out.data(), n, stream.get()); });
+  times.download_ms = host_ms([&] { copy_to_host(out.data, d_out, n, stream); });
   return times;
 }
 

@@ -289,6 +289,12 @@ TEST(NlmCudaHostApi, LargeVolumeThroughPinnedStagingMatchesTheDeviceApi) {
     EXPECT_GT(run.details.at("download_ms"), 0.0);
   }
   EXPECT_TRUE(testing_util::bit_identical(in, untouched));
+  // The two volumes stay on the device for the next call until released.
+  size_t free_kept = 0, free_released = 0, total = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free_kept, &total), cudaSuccess);
+  ctd::release_cuda_memory();
+  ASSERT_EQ(cudaMemGetInfo(&free_released, &total), cudaSuccess);
+  EXPECT_GE(free_released, free_kept + 2 * bytes);
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, NlmCudaDeviceApi,
