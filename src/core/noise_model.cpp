@@ -12,7 +12,6 @@
 #include <cmath>
 #include <limits>
 #include <random>
-#include <thread>
 
 namespace ctd {
 namespace {

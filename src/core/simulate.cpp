@@ -13,7 +13,6 @@
 #include <complex>
 #include <limits>
 #include <random>
-#include <thread>
 #include <vector>
 
 namespace ctd {

@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <fstream>
-#include <thread>
 
 namespace ctd::io::detail {
 
