@@ -46,7 +46,7 @@ std::string cuda_device_name();
 
 struct ExecContext {
   Device device = Device::Auto;
-  int threads = 0;  // CPU worker threads; 0 = all hardware threads
+  int threads = 0;  // CPU worker threads; 0 = all hardware threads (one per 8192 voxels at most)
   // Called on the calling thread with the fraction done (0..1) as work progresses. It may throw
   // (e.g. ctd::Error of kind Cancelled) to stop the filter; the output is then unspecified.
   std::function<void(double fraction_done)> progress;

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace ctd {
@@ -136,6 +137,13 @@ PreparedRun prepare_run(ConstVolumeView<float> in, VolumeView<float> out, const 
   // Left to us, a volume too large for the CUDA kernels runs on the CPU.
   if (context.device == Device::Auto && in.dims.count() > kMaxCudaVoxels) run.device = Device::Cpu;
   run.threads = resolve_threads(context.threads);
+  // Left to us (0), a small image gets fewer threads: the filters synchronise their threads once
+  // per displacement or pass, and on a 16-core host that cost more than the work on images of a
+  // few ten thousand voxels (a 64 x 64 x 7 volume filtered 4x slower on 16 threads than on 2).
+  constexpr std::int64_t kVoxelsPerThread = 8192;
+  if (context.threads == 0) {
+    run.threads = int(std::clamp<std::int64_t>(in.dims.count() / kVoxelsPerThread, 1, run.threads));
+  }
   check_finite(in, run.threads);
   run.input = in;
   const float* in_end = in.data + in.dims.count();
