@@ -41,13 +41,13 @@ struct RawLayout {
 
 struct DicomSource;  // per-slice DICOM attributes of a DICOM input (opaque; used when writing DICOM)
 
-// Where an image came from and what it held, kept so the output can match it.
 // Seconds spent in each stage of a read or a write, in the order they ran: "probe" (a DICOM
 // folder, checked in a child process), "file" (read or written, and decoded or encoded, by the
 // format's library), "convert" (to or from float32), "compress" (.nii.gz), "commit" (the output
 // moved into place).
 using StageTimes = std::vector<std::pair<std::string, double>>;
 
+// Where an image came from and what it held, kept so the output can match it.
 struct ImageInfo {
   std::filesystem::path path;
   Format format = Format::Nifti;

@@ -201,7 +201,7 @@ FilterRun bilateral(ConstVolumeView<float> in, VolumeView<float> out, const Bila
     }
     const cuda::HostTimes times = cuda::bilateral_host(run.input, out, params, radius, algorithm, settings, lo);
     if (context.progress) context.progress(1.0);
-    FilterRun result{Device::Cuda, std::string(to_string(algorithm)), 0, {{"upload_ms", times.upload_ms}, {"kernel_ms", times.kernel_ms}, {"download_ms", times.download_ms}}};
+    FilterRun result{Device::Cuda, std::string(to_string(algorithm)), 0, times.details()};
     if (algorithm == BilateralAlgorithm::Compressive) {
       result.details["period"] = settings.period;
       result.details["terms"] = double(settings.terms);

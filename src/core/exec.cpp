@@ -1,6 +1,6 @@
 #include "core/exec_internal.hpp"
-#if CTD_HAVE_CUDA
 #include "cpu/thread_pool.hpp"
+#if CTD_HAVE_CUDA
 #include "cuda/backend.hpp"
 #endif
 

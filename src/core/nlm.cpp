@@ -93,10 +93,7 @@ FilterRun nlm(ConstVolumeView<float> in, VolumeView<float> out, const NlmParams&
     cuda::check_nlm_supported(in.dims, params, algorithm);
     const cuda::HostTimes times = cuda::nlm_host(run.input, out, params, algorithm);
     if (context.progress) context.progress(1.0);
-    return {Device::Cuda,
-            std::string(to_string(algorithm)),
-            0,
-            {{"upload_ms", times.upload_ms}, {"kernel_ms", times.kernel_ms}, {"download_ms", times.download_ms}}};
+    return {Device::Cuda, std::string(to_string(algorithm)), 0, times.details()};
   }
 #endif
   cpu::ThreadPool pool(run.threads);

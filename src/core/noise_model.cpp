@@ -91,7 +91,7 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
   const i64 judged_blocks = std::min(all_blocks, kMaxBlocks);
   std::vector<Block> blocks(static_cast<std::size_t>(judged_blocks));
   for (i64 i = 0; i < judged_blocks; ++i) {
-    const i64 b = all_blocks > kMaxBlocks ? i * all_blocks / kMaxBlocks : i;
+    const i64 b = i * all_blocks / judged_blocks;
     blocks[std::size_t(i)] = {b % per_row * bx, b % per_slice / per_row * by, b / per_slice};
   }
   std::vector<Lag> shell_lags;

@@ -26,6 +26,10 @@ void nlm_device(const float* in, float* out, const Dims& dims, const NlmParams& 
 // the kernels by CUDA events.
 struct HostTimes {
   double upload_ms = 0, kernel_ms = 0, download_ms = 0;
+  // As FilterRun::details.
+  std::map<std::string, double> details() const {
+    return {{"upload_ms", upload_ms}, {"kernel_ms", kernel_ms}, {"download_ms", download_ms}};
+  }
 };
 // Upload, filter, download, synchronise.
 HostTimes nlm_host(ConstVolumeView<float> in, VolumeView<float> out, const NlmParams& params, NlmAlgorithm algorithm);

@@ -106,6 +106,27 @@ Format format_of(const itk::ImageIOBase& imageio) {
 
 namespace {
 
+// A folder of this process's own under the temporary directory, removed with everything in it.
+class PrivateFolder {
+ public:
+  PrivateFolder() : path_(fs::temp_directory_path() / fmt::format("ctdenoise-read-{}-{}", ::getpid(), counter_++)) {
+    fs::create_directories(path_, error_);
+  }
+  ~PrivateFolder() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  PrivateFolder(const PrivateFolder&) = delete;
+  PrivateFolder& operator=(const PrivateFolder&) = delete;
+  const fs::path& path() const { return path_; }
+  const std::error_code& error() const { return error_; }  // set when it could not be made
+
+ private:
+  static inline std::atomic<int> counter_{0};
+  fs::path path_;
+  std::error_code error_;
+};
+
 // nifticlib, given "x.nii.gz", reads the voxels of "x.nii" when that file exists too (the header
 // comes from the file asked for): a silent mix of two images. Such a file is read through a link
 // in a private folder, where it has no sibling.
@@ -119,23 +140,17 @@ class UnambiguousNiftiPath {
     else if (lower.ends_with(".nii")) sibling = path.parent_path() / (name + ".gz");
     std::error_code ec;
     if (sibling.empty() || !fs::exists(sibling, ec)) return;
-    folder_ = fs::temp_directory_path() / fmt::format("ctdenoise-read-{}-{}", ::getpid(), counter_++);
-    fs::create_directories(folder_, ec);
-    fs::create_symlink(fs::absolute(path), folder_ / name, ec);
+    folder_.emplace();
+    ec = folder_->error();
+    if (!ec) fs::create_symlink(fs::absolute(path), folder_->path() / name, ec);
     if (ec) fail(ErrorKind::Io, fmt::format("cannot read {} apart from {}: {}", quoted(path), quoted(sibling), ec.message()));
-    path_ = folder_ / name;
+    path_ = folder_->path() / name;
   }
-  ~UnambiguousNiftiPath() {
-    std::error_code ignored;
-    if (!folder_.empty()) fs::remove_all(folder_, ignored);
-  }
-  UnambiguousNiftiPath(const UnambiguousNiftiPath&) = delete;
-  UnambiguousNiftiPath& operator=(const UnambiguousNiftiPath&) = delete;
   const fs::path& get() const { return path_; }
 
  private:
-  static inline std::atomic<int> counter_{0};
-  fs::path path_, folder_;
+  fs::path path_;
+  std::optional<PrivateFolder> folder_;
 };
 
 // The inflated bytes of a .nii.gz as a plain .nii in a private folder, for ITK to read: nifticlib
@@ -146,26 +161,16 @@ class PlainNiftiCopy {
     std::string name = original.filename().string();
     if (lower_case(name).ends_with(".gz")) name.resize(name.size() - 3);
     if (!lower_case(name).ends_with(".nii")) name += ".nii";
-    folder_ = fs::temp_directory_path() / fmt::format("ctdenoise-read-{}-{}", ::getpid(), counter_++);
-    std::error_code ec;
-    fs::create_directories(folder_, ec);
-    path_ = folder_ / name;
+    if (folder_.error()) return;  // no room for the copy: ITK reads the compressed file itself
+    path_ = folder_.path() / name;
     std::ofstream out(path_, std::ios::binary);
-    if (ec || !out.write(bytes.data(), std::streamsize(bytes.size())) || !out.flush()) {
-      path_.clear();  // no room for the copy: ITK reads the compressed file itself
-    }
+    if (!out.write(bytes.data(), std::streamsize(bytes.size())) || !out.flush()) path_.clear();
   }
-  ~PlainNiftiCopy() {
-    std::error_code ignored;
-    fs::remove_all(folder_, ignored);
-  }
-  PlainNiftiCopy(const PlainNiftiCopy&) = delete;
-  PlainNiftiCopy& operator=(const PlainNiftiCopy&) = delete;
   const fs::path& get() const { return path_; }  // empty when it could not be written
 
  private:
-  static inline std::atomic<int> counter_{0};
-  fs::path path_, folder_;
+  PrivateFolder folder_;
+  fs::path path_;
 };
 
 }  // namespace

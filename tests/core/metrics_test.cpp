@@ -4,6 +4,7 @@
 
 #include <ctdenoise/metrics.hpp>
 
+#include <cmath>
 #include <limits>
 #include <random>
 
@@ -21,6 +22,31 @@ TEST(Metrics, RmseAndPsnrFollowTheirFormulas) {
   EXPECT_TRUE(testing_util::throws_kind([&] { ctd::psnr(a.view(), b.view(), 0); }, ctd::ErrorKind::InvalidArgument));
   ctd::Volume c({4, 3, 1});
   EXPECT_TRUE(testing_util::throws_kind([&] { ctd::rmse(a.view(), c.view()); }, ctd::ErrorKind::InvalidArgument));
+}
+
+// Over several pieces of a million voxels (the last one short), on any number of threads: the
+// same figures as a plain double-precision pass; a new volume holds zeros.
+TEST(Metrics, StatisticsMatchAPlainPassOverManyPieces) {
+  ctd::Volume v({129, 131, 130});  // 2.2 million voxels: three pieces
+  for (std::int64_t i = 0; i < v.size(); ++i) EXPECT_EQ(v.data()[i], 0.0f) << i;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> noise(-300.0f, 250.0f);
+  for (std::int64_t i = 0; i < v.size(); ++i) v.data()[i] = noise(rng);
+  v.data()[v.size() - 1] = 5000.0f;  // the maximum in the short last piece
+  v.data()[1234567] = -4000.0f;      // the minimum in the middle one
+  double sum = 0, sum2 = 0;
+  for (std::int64_t i = 0; i < v.size(); ++i) {
+    sum += v.data()[i];
+    sum2 += double(v.data()[i]) * v.data()[i];
+  }
+  const double mean = sum / double(v.size());
+  const ctd::Statistics s = ctd::statistics(v.view());
+  EXPECT_EQ(s.min, -4000.0);
+  EXPECT_EQ(s.max, 5000.0);
+  EXPECT_NEAR(s.mean, mean, 1e-9 * std::fabs(mean));
+  EXPECT_NEAR(s.std, std::sqrt(sum2 / double(v.size()) - mean * mean), 1e-9 * s.std);
+  const ctd::Volume one({1, 1, 1});
+  EXPECT_EQ(ctd::statistics(one.view()).max, 0.0);
 }
 
 TEST(Metrics, SsimMatchesTheReferenceIn2DAnd3D) {
