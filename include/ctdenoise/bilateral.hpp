@@ -11,6 +11,7 @@
 #include <array>
 #include <optional>
 #include <string_view>
+#include <utility>
 
 namespace ctd {
 
@@ -75,6 +76,17 @@ std::array<int, 3> bilateral_radius(const BilateralParams& params, const Dims& d
 // Filters `in` into `out` (same dims; may be the same memory). Host memory.
 FilterRun bilateral(ConstVolumeView<float> in, VolumeView<float> out, const BilateralParams& params,
                     const ExecContext& context = {});
+
+// The same on device memory (CUDA builds), as nlm_device: `device_in` and `device_out` hold
+// dims.count() floats on the current device and must not overlap; the work is queued on `stream`.
+// Variants: naive, tiled, fused (auto picks) and compressive. The compressive series depends on
+// the input's value range: give it as `value_range` (min, max) to keep the call asynchronous;
+// without it the range is measured on the device and the call waits for `stream` once. Device
+// workspace is kept per (host thread, stream) and grown on demand, so a loop allocates once.
+// Input voxels are not checked for NaN here. Throws Unsupported without CUDA.
+FilterRun bilateral_device(const float* device_in, float* device_out, const Dims& dims, const BilateralParams& params,
+                           CudaStream stream = nullptr,
+                           std::optional<std::pair<float, float>> value_range = std::nullopt);
 
 std::string_view to_string(BilateralAlgorithm algorithm) noexcept;
 BilateralAlgorithm bilateral_algorithm_from_string(std::string_view name);  // throws InvalidArgument

@@ -14,6 +14,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <string>
 
 namespace ctd {
 namespace {
@@ -170,6 +172,23 @@ BilateralAlgorithm resolve_algorithm(BilateralAlgorithm requested, Device device
   return requested == BilateralAlgorithm::Auto ? BilateralAlgorithm::Direct : requested;
 }
 
+void check_recursive_sigma(const BilateralParams& params, BilateralAlgorithm algorithm, const Dims& dims) {
+  if (algorithm != BilateralAlgorithm::Compressive || params.gaussian != BilateralParams::Gaussian::Recursive) return;
+  for (int axis = 0; axis < (dims.is_2d() ? 2 : 3); ++axis) {
+    const double step = params.spatial_unit == SpatialUnit::Millimetre ? params.spacing[axis] : 1.0;
+    if (params.sigma_spatial / step < 0.5) {
+      invalid(fmt::format("the recursive Gaussian needs sigma >= 0.5 voxel along every axis; sigma_spatial {} "
+                          "is {:.3g} voxel along {}",
+                          params.sigma_spatial, params.sigma_spatial / step, "xyz"[axis]));
+    }
+  }
+}
+
+// The compressive filter's facts for FilterRun::details.
+std::map<std::string, double> compressive_details(const CompressiveSettings& s) {
+  return {{"period", s.period}, {"terms", double(s.terms)}, {"gaussian_filters", double(4 * s.terms + 1)}};
+}
+
 }  // namespace
 
 FilterRun bilateral(ConstVolumeView<float> in, VolumeView<float> out, const BilateralParams& params,
@@ -179,16 +198,7 @@ FilterRun bilateral(ConstVolumeView<float> in, VolumeView<float> out, const Bila
   // With the device left to us, a CPU-only variant runs on the CPU rather than failing.
   if (context.device == Device::Auto && params.algorithm == BilateralAlgorithm::Direct) run.device = Device::Cpu;
   const BilateralAlgorithm algorithm = resolve_algorithm(params.algorithm, run.device, in.dims, radius);
-  if (algorithm == BilateralAlgorithm::Compressive && params.gaussian == BilateralParams::Gaussian::Recursive) {
-    for (int axis = 0; axis < (in.dims.is_2d() ? 2 : 3); ++axis) {
-      const double step = params.spatial_unit == SpatialUnit::Millimetre ? params.spacing[axis] : 1.0;
-      if (params.sigma_spatial / step < 0.5) {
-        invalid(fmt::format("the recursive Gaussian needs sigma >= 0.5 voxel along every axis; sigma_spatial {} "
-                            "is {:.3g} voxel along {}",
-                            params.sigma_spatial, params.sigma_spatial / step, "xyz"[axis]));
-      }
-    }
-  }
+  check_recursive_sigma(params, algorithm, in.dims);
 #if CTD_HAVE_CUDA
   if (run.device == Device::Cuda) {
     cuda::check_bilateral_supported(in.dims, params, radius, algorithm);
@@ -202,22 +212,49 @@ FilterRun bilateral(ConstVolumeView<float> in, VolumeView<float> out, const Bila
     const cuda::HostTimes times = cuda::bilateral_host(run.input, out, params, radius, algorithm, settings, lo);
     if (context.progress) context.progress(1.0);
     FilterRun result{Device::Cuda, std::string(to_string(algorithm)), 0, times.details()};
-    if (algorithm == BilateralAlgorithm::Compressive) {
-      result.details["period"] = settings.period;
-      result.details["terms"] = double(settings.terms);
-      result.details["gaussian_filters"] = double(4 * settings.terms + 1);
-    }
+    if (algorithm == BilateralAlgorithm::Compressive) result.details.merge(compressive_details(settings));
     return result;
   }
 #endif
   cpu::ThreadPool pool(run.threads);
   if (algorithm == BilateralAlgorithm::Compressive) {
     const CompressiveSettings s = cpu::bilateral_compressive(run.input, out, params, radius, pool, context.progress);
-    return {run.device, std::string(to_string(BilateralAlgorithm::Compressive)), run.threads,
-            {{"period", s.period}, {"terms", double(s.terms)}, {"gaussian_filters", double(4 * s.terms + 1)}}};
+    return {run.device, std::string(to_string(BilateralAlgorithm::Compressive)), run.threads, compressive_details(s)};
   }
   cpu::bilateral_direct(run.input, out, params, radius, pool, context.progress);
   return {run.device, std::string(to_string(BilateralAlgorithm::Direct)), run.threads, {}};
+}
+
+FilterRun bilateral_device(const float* device_in, float* device_out, const Dims& dims, const BilateralParams& params,
+                           CudaStream stream, std::optional<std::pair<float, float>> value_range) {
+  if (dims.nx < 1 || dims.ny < 1 || dims.nz < 1) {
+    invalid(fmt::format("dimensions must be >= 1, got {}x{}x{}", dims.nx, dims.ny, dims.nz));
+  }
+  const std::array<int, 3> radius = bilateral_radius(params, dims);
+  if (value_range && !(std::isfinite(value_range->first) && std::isfinite(value_range->second) &&
+                       value_range->first <= value_range->second)) {
+    invalid(fmt::format("value_range must be finite with min <= max, got ({}, {})", value_range->first,
+                        value_range->second));
+  }
+#if CTD_HAVE_CUDA
+  const BilateralAlgorithm algorithm = resolve_algorithm(params.algorithm, Device::Cuda, dims, radius);
+  check_recursive_sigma(params, algorithm, dims);
+  cuda::check_bilateral_supported(dims, params, radius, algorithm);
+  FilterRun result{Device::Cuda, std::string(to_string(algorithm)), 0, {}};
+  CompressiveSettings settings;
+  float lo = 0;
+  if (algorithm == BilateralAlgorithm::Compressive) {
+    const std::pair<float, float> range = value_range ? *value_range : cuda::value_range_device(device_in, dims, stream);
+    lo = range.first;
+    settings = compressive_settings(params, double(range.second) - double(range.first));
+    result.details = compressive_details(settings);
+  }
+  cuda::bilateral_device(device_in, device_out, dims, params, radius, algorithm, settings, lo, stream);
+  return result;
+#else
+  (void)device_in, (void)device_out, (void)stream;
+  throw Error(ErrorKind::Unsupported, "this build of ctdenoise has no CUDA backend");
+#endif
 }
 
 }  // namespace ctd

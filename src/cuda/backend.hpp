@@ -6,6 +6,7 @@
 #include <ctdenoise/nlm.hpp>
 
 #include <string>
+#include <utility>
 
 namespace ctd::cuda {
 
@@ -37,6 +38,13 @@ HostTimes nlm_host(ConstVolumeView<float> in, VolumeView<float> out, const NlmPa
 // Bilateral: Unsupported for what the variant cannot take (before any work).
 void check_bilateral_supported(const Dims& dims, const BilateralParams& params, const std::array<int, 3>& radius,
                                BilateralAlgorithm algorithm);
+// Queues the filter on `stream` over device memory (workspace: stream_workspace). `settings` and
+// `lo` (the input's minimum) are the compressive filter's series.
+void bilateral_device(const float* in, float* out, const Dims& dims, const BilateralParams& params,
+                      const std::array<int, 3>& radius, BilateralAlgorithm algorithm, const CompressiveSettings& settings,
+                      float lo, CudaStream stream);
+// The least and greatest voxel of device memory; waits for `stream`.
+std::pair<float, float> value_range_device(const float* in, const Dims& dims, CudaStream stream);
 // Upload, filter, download, synchronise. `settings` and `lo` (the input's minimum) are the
 // compressive filter's series.
 HostTimes bilateral_host(ConstVolumeView<float> in, VolumeView<float> out, const BilateralParams& params,

@@ -930,48 +930,50 @@ void check_bilateral_supported(const Dims& dims, const BilateralParams& params, 
   }
 }
 
-HostTimes bilateral_host(ConstVolumeView<float> in, VolumeView<float> out, const BilateralParams& params,
-                              const std::array<int, 3>& radius, BilateralAlgorithm algorithm,
-                              const CompressiveSettings& settings, float lo) {
-  const long long n = in.dims.count();
-  const BfParams k = make_params(in.dims, params, radius);
-  const long long taps = (2LL * k.rx + 1) * (2LL * k.ry + 1) * (2LL * k.rz + 1);
-  const bool compressive = algorithm == BilateralAlgorithm::Compressive;
-  // Compressive: a, b (n float4 each), numerator and denominator (n float each), the recursive tails.
-  const std::size_t tail = compressive ? recursive_tail_count(in.dims, params) : 0;
-  const std::size_t work_count = compressive ? 3 * std::size_t(n) + tail : 0;
-  const std::size_t spatial_count = algorithm == BilateralAlgorithm::Naive ? std::size_t(taps) : 0;
-  const HostCallMemory memory{std::size_t(n) * sizeof(float), std::size_t(n) * sizeof(float), work_count * sizeof(float4),
-                              spatial_count * sizeof(float)};
-  float* d_in = static_cast<float*>(memory.part(0));
-  float* d_out = static_cast<float*>(memory.part(1));
-  float4* work = static_cast<float4*>(memory.part(2));
-  float* spatial = static_cast<float*>(memory.part(3));
-  const cudaStream_t stream = memory.stream();
-  Event start, stop;
-  HostTimes times;
-  times.upload_ms = host_ms([&] {
-    copy_to_device(d_in, in.data, std::size_t(n), stream);
-    CTD_CUDA_CHECK(cudaStreamSynchronize(stream));
-  });
+namespace {
+
+// Device memory a variant needs beyond its input and output, in floats: the compressive filter's
+// a, b (n float4 each), numerator, denominator (n floats each) and recursive tails; the naive
+// kernel's spatial table.
+struct BilateralWork {
+  std::size_t compressive_float4s = 0, spatial_floats = 0;
+  std::size_t floats() const { return 4 * compressive_float4s + spatial_floats; }
+};
+
+BilateralWork bilateral_work(const Dims& dims, const BilateralParams& params, const BfParams& k,
+                             BilateralAlgorithm algorithm) {
+  BilateralWork w;
+  if (algorithm == BilateralAlgorithm::Compressive) {
+    w.compressive_float4s = 3 * std::size_t(dims.count()) + recursive_tail_count(dims, params);
+  }
+  if (algorithm == BilateralAlgorithm::Naive) w.spatial_floats = std::size_t(2 * k.rx + 1) * (2 * k.ry + 1) * (2 * k.rz + 1);
+  return w;
+}
+
+// Queues the variant on `stream` over device memory; `work` holds bilateral_work's floats (float4
+// aligned).
+void run_bilateral(const float* d_in, float* d_out, const Dims& dims, const BilateralParams& params,
+                   const std::array<int, 3>& radius, BilateralAlgorithm algorithm, const CompressiveSettings& settings,
+                   float lo, float* work, cudaStream_t stream) {
+  const long long n = dims.count();
+  const BfParams k = make_params(dims, params, radius);
   if (algorithm == BilateralAlgorithm::Naive || algorithm == BilateralAlgorithm::Tiled) {
     std::vector<float> table;
-    table.reserve(std::size_t(taps));
+    table.reserve(std::size_t(2 * k.rx + 1) * (2 * k.ry + 1) * (2 * k.rz + 1));
     for (int kz = 0; kz <= 2 * k.rz; ++kz)
       for (int ky = 0; ky <= 2 * k.ry; ++ky)
         for (int kx = 0; kx <= 2 * k.rx; ++kx) table.push_back(std::exp2(k.lx[kx] + k.ly[ky] + k.lz[kz]));
+    // From pageable memory both copies return once `table` has been read, so it may go out of scope.
     if (algorithm == BilateralAlgorithm::Naive) {
-      CTD_CUDA_CHECK(cudaMemcpyAsync(spatial, table.data(), table.size() * sizeof(float), cudaMemcpyHostToDevice,
-                                     stream));
+      CTD_CUDA_CHECK(cudaMemcpyAsync(work, table.data(), table.size() * sizeof(float), cudaMemcpyHostToDevice, stream));
     } else {
       CTD_CUDA_CHECK(cudaMemcpyToSymbolAsync(c_spatial, table.data(), table.size() * sizeof(float), 0,
                                              cudaMemcpyHostToDevice, stream));
     }
   }
-  start.record(stream);
   switch (algorithm) {
     case BilateralAlgorithm::Naive:
-      bf_naive_kernel<<<unsigned((n + 255) / 256), 256, 0, stream>>>(d_in, d_out, spatial, k);
+      bf_naive_kernel<<<unsigned((n + 255) / 256), 256, 0, stream>>>(d_in, d_out, work, k);
       break;
     case BilateralAlgorithm::Tiled: {
       const TiledLayout l = tiled_layout(k);
@@ -989,18 +991,82 @@ HostTimes bilateral_host(ConstVolumeView<float> in, VolumeView<float> out, const
       break;
     }
     case BilateralAlgorithm::Compressive: {
-      float4* a = work;
+      float4* a = reinterpret_cast<float4*>(work);
       float* sums = reinterpret_cast<float*>(a + 2 * n);
       const CompressiveWork w{a, a + n, a + 3 * n, sums, sums + n};
-      compressive_device(d_in, d_out, in.dims, params, radius, settings, lo, w, stream);
+      compressive_device(d_in, d_out, dims, params, radius, settings, lo, w, stream);
       break;
     }
     default: throw Error(ErrorKind::Unsupported, "internal: no CUDA bilateral variant " + std::string(to_string(algorithm)));
   }
   CTD_CUDA_CHECK_LAUNCH();
+}
+
+// Least and greatest voxel, reduced per block into `out` (2 floats per block), then on the host.
+__global__ void min_max_kernel(const float* __restrict__ in, long long n, float2* __restrict__ out) {
+  float lo = INFINITY, hi = -INFINITY;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+    lo = fminf(lo, in[i]);
+    hi = fmaxf(hi, in[i]);
+  }
+  for (int offset = 16; offset > 0; offset /= 2) {
+    lo = fminf(lo, __shfl_down_sync(0xffffffffu, lo, offset));
+    hi = fmaxf(hi, __shfl_down_sync(0xffffffffu, hi, offset));
+  }
+  __shared__ float2 warps[32];
+  if (threadIdx.x % 32 == 0) warps[threadIdx.x / 32] = make_float2(lo, hi);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float2 r = warps[0];
+    for (int w = 1; w < int(blockDim.x / 32); ++w) r = make_float2(fminf(r.x, warps[w].x), fmaxf(r.y, warps[w].y));
+    out[blockIdx.x] = r;
+  }
+}
+
+}  // namespace
+
+std::pair<float, float> value_range_device(const float* d_in, const Dims& dims, cudaStream_t stream) {
+  constexpr int kBlocks = 1024, kThreads = 256;
+  DeviceBuffer<float2> partial(kBlocks);
+  min_max_kernel<<<kBlocks, kThreads, 0, stream>>>(d_in, dims.count(), partial.data());
+  CTD_CUDA_CHECK_LAUNCH();
+  std::vector<float2> host(kBlocks);
+  CTD_CUDA_CHECK(cudaMemcpyAsync(host.data(), partial.data(), kBlocks * sizeof(float2), cudaMemcpyDeviceToHost, stream));
+  CTD_CUDA_CHECK(cudaStreamSynchronize(stream));
+  float lo = INFINITY, hi = -INFINITY;
+  for (const float2& r : host) lo = std::min(lo, r.x), hi = std::max(hi, r.y);
+  return {lo, hi};
+}
+
+void bilateral_device(const float* d_in, float* d_out, const Dims& dims, const BilateralParams& params,
+                      const std::array<int, 3>& radius, BilateralAlgorithm algorithm, const CompressiveSettings& settings,
+                      float lo, CudaStream stream) {
+  const BilateralWork sizes = bilateral_work(dims, params, make_params(dims, params, radius), algorithm);
+  float* work = sizes.floats() > 0 ? stream_workspace(sizes.floats(), stream) : nullptr;
+  run_bilateral(d_in, d_out, dims, params, radius, algorithm, settings, lo, work, stream);
+}
+
+HostTimes bilateral_host(ConstVolumeView<float> in, VolumeView<float> out, const BilateralParams& params,
+                         const std::array<int, 3>& radius, BilateralAlgorithm algorithm,
+                         const CompressiveSettings& settings, float lo) {
+  const std::size_t n = std::size_t(in.dims.count());
+  const BilateralWork sizes = bilateral_work(in.dims, params, make_params(in.dims, params, radius), algorithm);
+  const HostCallMemory memory{n * sizeof(float), n * sizeof(float), sizes.floats() * sizeof(float)};
+  float* d_in = static_cast<float*>(memory.part(0));
+  float* d_out = static_cast<float*>(memory.part(1));
+  float* work = static_cast<float*>(memory.part(2));
+  const cudaStream_t stream = memory.stream();
+  HostTimes times;
+  times.upload_ms = host_ms([&] {
+    copy_to_device(d_in, in.data, n, stream);
+    CTD_CUDA_CHECK(cudaStreamSynchronize(stream));
+  });
+  Event start, stop;
+  start.record(stream);
+  run_bilateral(d_in, d_out, in.dims, params, radius, algorithm, settings, lo, work, stream);
   stop.record(stream);
   times.kernel_ms = stop.elapsed_since(start);
-  times.download_ms = host_ms([&] { copy_to_host(out.data, d_out, std::size_t(n), stream); });
+  times.download_ms = host_ms([&] { copy_to_host(out.data, d_out, n, stream); });
   return times;
 }
 

@@ -7,6 +7,10 @@
 
 #include <ctdenoise/ctdenoise.hpp>
 
+#if CTD_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -290,5 +294,100 @@ TEST(BilateralCudaProperties, UnsupportedRequestsAreClearErrors) {
   p.algorithm = ctd::BilateralAlgorithm::Direct;
   EXPECT_EQ(ctd::bilateral(in.view(), out.view(), p).device, ctd::Device::Cpu);
 }
+
+#if CTD_HAVE_CUDA
+struct DeviceApiCase {
+  ctd::BilateralAlgorithm algorithm;
+  ctd::BilateralParams::Gaussian gaussian;
+  ctd::Dims dims;
+};
+
+class BilateralCudaDeviceApi : public ::testing::TestWithParam<DeviceApiCase> {};
+
+// The device API on the caller's stream gives the host API's output bit for bit, for every CUDA
+// variant, 2D and 3D; after its first call it allocates nothing. The compressive filter measures
+// the value range on the device, or takes it from the caller (then it does not wait).
+TEST_P(BilateralCudaDeviceApi, MatchesTheHostApiOnTheCallersStream) {
+  CTD_REQUIRE_CUDA_DEVICE();
+  const DeviceApiCase c = GetParam();
+  const ctd::Volume in = testing_util::structured_volume(c.dims, 6);
+  const std::size_t bytes = std::size_t(in.size()) * sizeof(float);
+  float *d_in = nullptr, *d_out = nullptr;
+  ASSERT_EQ(cudaMalloc(&d_in, bytes), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&d_out, bytes), cudaSuccess);
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(d_in, in.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
+  ctd::BilateralParams p;
+  p.sigma_spatial = 1.5f;
+  p.sigma_range = 40;
+  p.algorithm = c.algorithm;
+  p.gaussian = c.gaussian;
+  const ctd::FilterRun device_run = ctd::bilateral_device(d_in, d_out, in.dims(), p, stream);
+  EXPECT_EQ(device_run.algorithm, std::string(ctd::to_string(c.algorithm)));
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  ctd::Volume out(in.dims());
+  ASSERT_EQ(cudaMemcpy(out.data(), d_out, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+
+  ctd::ExecContext cuda;
+  cuda.device = ctd::Device::Cuda;
+  ctd::Volume host(in.dims());
+  const ctd::FilterRun host_run = ctd::bilateral(in.view(), host.view(), p, cuda);
+  EXPECT_TRUE(testing_util::bit_identical(out, host));
+  if (c.algorithm == ctd::BilateralAlgorithm::Compressive) {
+    EXPECT_EQ(device_run.details.at("terms"), host_run.details.at("terms"));
+    EXPECT_EQ(device_run.details.at("period"), host_run.details.at("period"));
+  }
+
+  // Repeated calls with the range given: no allocation, same output.
+  const auto [lo, hi] = std::minmax_element(in.data(), in.data() + in.size());
+  size_t free_before = 0, free_after = 0, total = 0;
+  cudaMemGetInfo(&free_before, &total);
+  ASSERT_EQ(cudaMemset(d_out, 0, bytes), cudaSuccess);
+  for (int iteration = 0; iteration < 3; ++iteration) {
+    ctd::bilateral_device(d_in, d_out, in.dims(), p, stream, std::pair{*lo, *hi});
+  }
+  cudaMemGetInfo(&free_after, &total);
+  EXPECT_EQ(free_before, free_after) << "no device allocation per call";
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(out.data(), d_out, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_TRUE(testing_util::bit_identical(out, host));
+  cudaStreamDestroy(stream);
+  cudaFree(d_in);
+  cudaFree(d_out);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Variants, BilateralCudaDeviceApi,
+    ::testing::Values(DeviceApiCase{ctd::BilateralAlgorithm::Naive, ctd::BilateralParams::Gaussian::Direct, {37, 23, 5}},
+                      DeviceApiCase{ctd::BilateralAlgorithm::Tiled, ctd::BilateralParams::Gaussian::Direct, {61, 47, 1}},
+                      DeviceApiCase{ctd::BilateralAlgorithm::Fused, ctd::BilateralParams::Gaussian::Direct, {45, 33, 9}},
+                      DeviceApiCase{ctd::BilateralAlgorithm::Compressive, ctd::BilateralParams::Gaussian::Direct,
+                                    {52, 41, 6}},
+                      DeviceApiCase{ctd::BilateralAlgorithm::Compressive, ctd::BilateralParams::Gaussian::Recursive,
+                                    {70, 29, 1}}),
+    [](const auto& variant) {
+      return std::string(ctd::to_string(variant.param.algorithm)) +
+             (variant.param.gaussian == ctd::BilateralParams::Gaussian::Recursive ? "Recursive" : "") +
+             (variant.param.dims.is_2d() ? "2d" : "3d");
+    });
+
+TEST(BilateralCudaDeviceApi, BadRequestsAreClearErrors) {
+  CTD_REQUIRE_CUDA_DEVICE();
+  ctd::BilateralParams p;
+  p.sigma_spatial = 1;
+  p.sigma_range = 10;
+  float* none = nullptr;
+  p.algorithm = ctd::BilateralAlgorithm::Direct;  // the CPU's
+  EXPECT_TRUE(testing_util::throws_kind([&] { ctd::bilateral_device(none, none, {8, 8, 1}, p); },
+                                        ctd::ErrorKind::Unsupported));
+  p.algorithm = ctd::BilateralAlgorithm::Compressive;
+  EXPECT_TRUE(testing_util::throws_kind(
+      [&] { ctd::bilateral_device(none, none, {8, 8, 1}, p, nullptr, std::pair{5.0f, 1.0f}); },
+      ctd::ErrorKind::InvalidArgument));
+  EXPECT_TRUE(testing_util::throws_kind([&] { ctd::bilateral_device(none, none, {0, 8, 1}, p); },
+                                        ctd::ErrorKind::InvalidArgument));
+}
+#endif
 
 }  // namespace
