@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(build-essential cmake ninja-build pkg-config
+packages=(build-essential cmake ninja-build pkg-config python3-dev
           libinsighttoolkit5-dev libgdcm-dev zlib1g-dev libtiff-dev libpng-dev libdeflate-dev
           libfmt-dev libcli11-dev nlohmann-json3-dev libgtest-dev)
 missing=()
@@ -19,12 +19,20 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# pydicom (PyPI): the tests read derived DICOM back with a reader independent of GDCM.
-if command -v python3 >/dev/null && ! python3 -c "import pydicom" 2>/dev/null; then
-  echo "setup: installing pydicom"
-  python3 -m pip install --quiet --disable-pip-version-check pydicom || echo "setup: pydicom not installed; its test will skip"
+# From PyPI: nanobind (the Python extension), numpy and pytest (the Python package's tests), and
+# pydicom (the tests read derived DICOM back with a reader independent of GDCM).
+python=${PYTHON:-python3}
+python_modules=(nanobind numpy pytest pydicom)
+missing_modules=()
+for m in "${python_modules[@]}"; do
+  "$python" -c "import $m" 2>/dev/null || missing_modules+=("$m")
+done
+if ((${#missing_modules[@]})); then
+  echo "setup: installing ${missing_modules[*]} (pip)"
+  "$python" -m pip install --quiet --disable-pip-version-check "${missing_modules[@]}"
 fi
 
 build_type=${CTD_BUILD_TYPE:-Release}
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE="$build_type" -DCTD_WERROR=ON ${CTD_CMAKE_ARGS:-}
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE="$build_type" -DCTD_WERROR=ON \
+  -DCTD_BUILD_PYTHON=ON -DPython_EXECUTABLE="$(command -v "$python")" ${CTD_CMAKE_ARGS:-}
 cmake --build build --parallel "$(nproc)"

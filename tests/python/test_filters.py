@@ -1,0 +1,216 @@
+"""The Python API on the host: against the naive double references, across dtypes, memory orders
+and the out argument, and its errors."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import ctdenoise
+import reference
+from conftest import structured
+
+# float32 against double: sums of a few hundred terms of values up to ~200.
+ATOL = 2e-3
+
+
+@pytest.mark.parametrize("shape", [(23, 17), (7, 9, 11), (5, 4, 3), (1, 6)])
+@pytest.mark.parametrize("radii", [(2, 1), (1, 2)])
+def test_nlm_matches_the_double_reference(rng, shape, radii):
+    image = structured(rng, shape)
+    search, patch = radii
+    got = ctdenoise.nlm(image, h=25.0, search_radius=search, patch_radius=patch, noise_sigma=5.0, device="cpu")
+    want = reference.nlm(image, 25.0, search, patch, noise_sigma=5.0)
+    assert got.dtype == np.float32 and got.shape == image.shape
+    np.testing.assert_allclose(got, want, atol=ATOL, rtol=0)
+    assert np.abs(got - image).max() > 1.0  # it did filter
+
+
+def test_nlm_of_one_voxel_is_the_voxel():
+    image = np.array([[37.5]], dtype=np.float32)
+    assert ctdenoise.nlm(image, h=10.0, device="cpu")[0, 0] == np.float32(37.5)
+
+
+@pytest.mark.parametrize("shape,spacing", [((21, 19), None), ((6, 13, 10), None), ((6, 13, 10), (2.5, 0.7, 0.9))])
+def test_bilateral_matches_the_double_reference(rng, shape, spacing):
+    image = structured(rng, shape)
+    radius = (2,) * len(shape) if spacing is None else (1, 3, 3)
+    got = ctdenoise.bilateral(image, sigma_range=30.0, sigma_spatial=1.3, spacing=spacing, radius=radius, device="cpu")
+    want = reference.bilateral(image, 1.3, 30.0, radius, spacing)
+    np.testing.assert_allclose(got, want, atol=ATOL, rtol=0)
+
+
+def test_bilateral_default_radius_follows_the_spacing(rng):
+    image = structured(rng, (5, 12, 14))
+    got, info = ctdenoise.bilateral(image, sigma_range=40.0, sigma_spatial=1.0, spacing=(3.0, 0.8, 0.8),
+                                    device="cpu", return_info=True)
+    # ceil(3 sigma / spacing): x, y 4 voxels, z 1 voxel; reported as (x, y, z)
+    want = reference.bilateral(image, 1.0, 40.0, (1, 4, 4), (3.0, 0.8, 0.8))
+    np.testing.assert_allclose(got, want, atol=ATOL, rtol=0)
+    assert info["parameters"]["spatial_unit"] == "mm"
+
+
+@pytest.mark.parametrize("dtype", ["int16", "uint16", "uint8", "float64"])
+def test_integer_and_double_input_equal_their_float32_values(rng, dtype):
+    image = np.clip(structured(rng, (9, 14, 12)) + 100, 0, 255).astype(dtype)
+    got = ctdenoise.nlm(image, h=20.0, search_radius=2, device="cpu")
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, ctdenoise.nlm(image.astype(np.float32), h=20.0, search_radius=2, device="cpu"))
+
+
+def test_fortran_order_is_the_same_volume_with_axes_reversed(rng):
+    c_order = structured(rng, (8, 11, 13))
+    f_order = np.asfortranarray(c_order.T)  # shape (x, y, z), x still fastest in memory
+    got = ctdenoise.bilateral(f_order, sigma_range=30.0, spacing=(0.7, 0.9, 2.5), device="cpu")
+    want = ctdenoise.bilateral(c_order, sigma_range=30.0, spacing=(2.5, 0.9, 0.7), device="cpu")
+    assert got.flags.f_contiguous and got.shape == f_order.shape
+    np.testing.assert_array_equal(got, want.T)
+
+
+def test_non_contiguous_input_is_copied(rng):
+    image = structured(rng, (9, 30, 14))
+    view = image[:, ::2, :]
+    np.testing.assert_array_equal(ctdenoise.nlm(view, h=20.0, search_radius=2, device="cpu"),
+                                  ctdenoise.nlm(np.ascontiguousarray(view), h=20.0, search_radius=2, device="cpu"))
+
+
+def test_out_is_written_and_returned(rng):
+    image = structured(rng, (6, 10, 12))
+    out = np.full(image.shape, np.nan, dtype=np.float32)
+    returned = ctdenoise.nlm(image, h=20.0, search_radius=2, device="cpu", out=out)
+    assert returned is out
+    np.testing.assert_array_equal(out, ctdenoise.nlm(image, h=20.0, search_radius=2, device="cpu"))
+    with pytest.raises(ValueError, match="share memory"):
+        ctdenoise.nlm(image, h=20.0, device="cpu", out=image)
+    with pytest.raises(ValueError, match="float32 of shape"):
+        ctdenoise.nlm(image, h=20.0, device="cpu", out=np.empty(image.shape, np.float64))
+
+
+def test_automatic_h_is_reported_and_strength_scales_it(rng):
+    image = structured(rng, (48, 52), noise=20.0)
+    _, info = ctdenoise.nlm(image, search_radius=3, device="cpu", return_info=True)
+    auto = info["auto"]
+    assert info["parameters"]["h"] == pytest.approx(auto["value"], rel=1e-6)
+    assert auto["noise"].sigma == pytest.approx(20.0, rel=0.15)
+    assert min(v for v, _ in auto["curve"]) <= auto["optimum"] <= max(v for v, _ in auto["curve"])
+    _, stronger = ctdenoise.nlm(image, search_radius=3, strength=1.5, device="cpu", return_info=True)
+    assert stronger["parameters"]["h"] == pytest.approx(1.5 * auto["optimum"], rel=1e-5)
+    assert set(info["timings_s"]) == {"auto", "filter"}
+
+
+def test_noise_sigma_auto_and_a_given_noise_model(rng):
+    image = structured(rng, (40, 44), noise=12.0)
+    model = ctdenoise.estimate_noise(image)
+    assert model.sigma == pytest.approx(12.0, rel=0.15)
+    _, info = ctdenoise.nlm(image, h=15.0, noise_sigma="auto", noise_model=model, device="cpu", return_info=True)
+    assert info["parameters"]["noise_sigma"] > 0
+    assert info["auto"] is None
+
+
+def test_bad_input_gives_clear_errors(rng):
+    image = structured(rng, (10, 12))
+    with pytest.raises(ValueError, match="2D images and 3D volumes"):
+        ctdenoise.nlm(np.ones(10, np.float32), h=1.0)
+    with pytest.raises(TypeError, match="int32"):
+        ctdenoise.nlm(image.astype(np.int32), h=1.0)
+    with pytest.raises(ValueError, match="h must be"):
+        ctdenoise.nlm(image, h=-1.0)
+    with pytest.raises(ValueError, match="h must be"):
+        ctdenoise.nlm(image, h="strong")
+    with pytest.raises(ValueError, match="patch_kernel"):
+        ctdenoise.nlm(image, h=1.0, patch_kernel="box")
+    with pytest.raises(ValueError, match="NLM algorithm"):
+        ctdenoise.nlm(image, h=1.0, algorithm="fastest")
+    with pytest.raises(NotImplementedError, match="CUDA"):
+        ctdenoise.nlm(image, h=1.0, algorithm="fused", device="cpu")
+    with pytest.raises(ValueError, match="device"):
+        ctdenoise.bilateral(image, 10.0, device="gpu")
+    with pytest.raises(ValueError, match="one value per array axis"):
+        ctdenoise.bilateral(image, 10.0, spacing=(1.0, 1.0, 1.0))
+    with pytest.raises(ValueError, match="sigma_spatial"):
+        ctdenoise.bilateral(image, 10.0, sigma_spatial=0.0)
+    with pytest.raises(ValueError, match="no voxels"):
+        ctdenoise.nlm(np.ones((0, 4), np.float32), h=1.0)
+
+
+@pytest.mark.skipif(ctdenoise.cuda_available(), reason="a CUDA device is present")
+def test_cuda_asked_for_without_a_device():
+    with pytest.raises((NotImplementedError, ctdenoise.CudaError)):
+        ctdenoise.nlm(np.ones((8, 8), np.float32), h=1.0, device="cuda")
+
+
+def test_the_gil_is_released_while_filtering(rng):
+    image = structured(rng, (40, 64, 64))
+    ticks = []
+    done = threading.Event()
+
+    def filter_in_background():
+        ctdenoise.nlm(image, h=20.0, search_radius=3, device="cpu", threads=1)
+        done.set()
+
+    worker = threading.Thread(target=filter_in_background)
+    worker.start()
+    while not done.is_set():
+        ticks.append(time.perf_counter())
+        time.sleep(0.001)
+    worker.join()
+    assert len(ticks) > 20, "the main thread could not run while the filter ran"
+
+
+def test_ctrl_c_stops_a_long_filter():
+    script = textwrap.dedent("""
+        import sys, time, numpy as np, ctdenoise
+        image = np.random.default_rng(1).normal(0, 20, (64, 256, 256)).astype(np.float32)
+        print("start", flush=True)
+        start = time.perf_counter()
+        try:
+            ctdenoise.nlm(image, h=20.0, search_radius=6, patch_radius=2, device="cpu")
+        except KeyboardInterrupt:
+            print(f"interrupted after {time.perf_counter() - start:.2f} s", flush=True)
+            sys.exit(3)
+        sys.exit(0)
+    """)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=env)
+    assert process.stdout.readline().strip() == "start"
+    time.sleep(1.0)
+    sent = time.perf_counter()
+    process.send_signal(signal.SIGINT)
+    output, _ = process.communicate(timeout=60)
+    assert process.returncode == 3, output
+    assert time.perf_counter() - sent < 10, "Ctrl-C took too long to stop the filter"
+
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CLI = os.environ.get("CTDENOISE_CLI", os.path.join(REPO, "build", "ctdenoise"))
+
+
+@pytest.mark.skipif(not (os.path.exists(CLI) and ctdenoise._core.has_io), reason="no ctdenoise CLI built")
+@pytest.mark.parametrize("command,python_call", [
+    (["nlm", "--h", "auto", "--search-radius", "3"], lambda a: ctdenoise.nlm(a, search_radius=3, device="cpu",
+                                                                             return_info=True)),
+    (["nlm", "--h", "22", "--noise-sigma", "auto"], lambda a: ctdenoise.nlm(a, h=22.0, noise_sigma="auto",
+                                                                            device="cpu", return_info=True)),
+    (["bilateral", "--sigma-spatial", "1.5", "--sigma-range", "auto"],
+     lambda a: ctdenoise.bilateral(a, sigma_spatial=1.5, device="cpu", return_info=True)),
+])
+def test_same_voxels_and_parameters_as_the_cli(tmp_path, rng, command, python_call):
+    import json
+
+    image = structured(rng, (7, 45, 38), noise=18.0)
+    raw, out, report = tmp_path / "in.raw", tmp_path / "out.nrrd", tmp_path / "report.json"
+    image.tofile(raw)
+    subprocess.run([CLI, *command, "--raw-dims", "38,45,7", "--raw-type", "float32", "--device", "cpu", "--float",
+                    "-q", "--json", str(report), str(raw), str(out)], check=True)
+    got, info = python_call(image)
+    np.testing.assert_array_equal(got, ctdenoise.read(out)[0])
+    cli_parameters = json.loads(report.read_text())["parameters"]
+    for name in ("h", "noise_sigma", "sigma_range"):
+        if name in cli_parameters:
+            assert info["parameters"][name] == pytest.approx(cli_parameters[name], rel=1e-6)
