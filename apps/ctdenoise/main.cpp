@@ -2,13 +2,17 @@
 
 #include "commands.hpp"
 #include "progress.hpp"
+#include "slicer.hpp"
 
 #include <ctdenoise/io.hpp>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <string>
+#include <vector>
 #include <system_error>
 
 namespace {
@@ -51,6 +55,7 @@ void add_file_job(CLI::App& cmd, InputOptions& input, RunOptions& run) {
 int main(int argc, char** argv) {
   CLI::App app{"ctdenoise " CTD_VERSION ": edge-preserving denoising of CT images and volumes "
                "(non-local means, bilateral filter)"};
+  app.name("ctdenoise");
   app.set_version_flag("--version", CTD_VERSION);
   app.require_subcommand(1);
   bool verbose = false;
@@ -163,8 +168,22 @@ int main(int argc, char** argv) {
   demo_cmd->add_flag("--overwrite", run.overwrite, "Replace the outputs of an earlier demo run");
   demo_cmd->add_flag("-q,--quiet", run.quiet, "No progress bar");
 
+  // 3D Slicer: `--xml` asks for the module description, `--filter` marks its invocation.
+  app.add_flag_callback("--xml", [] {
+    fmt::print("{}", slicer_xml());
+    throw CLI::Success();
+  }, "Print the 3D Slicer CLI module description (docs/slicer.md) and exit");
+  std::vector<std::string> args(argv + 1, argv + argc);
   try {
-    app.parse(argc, argv);
+    if (auto translated = from_slicer(args)) args = std::move(*translated);
+  } catch (const ctd::Error& e) {
+    fmt::print(stderr, "ctdenoise: invalid argument: {}\n", e.what());
+    return kUsageError;
+  }
+  std::reverse(args.begin(), args.end());  // CLI11 takes them last first
+
+  try {
+    app.parse(args);
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);  // prints help/version, or the parse error
     return code == 0 ? kOk : kUsageError;
