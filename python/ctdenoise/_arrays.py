@@ -59,8 +59,9 @@ class HostImage:
 
     def __init__(self, image, kind: str):
         self.kind = kind
-        array = image.numpy() if kind == "torch" else np.asarray(image)
+        array = image.detach().numpy() if kind == "torch" else np.asarray(image)
         _check_dtype(array.dtype)
+        self.dtype = str(array.dtype)  # before the conversion to float32
         _check_shape(array.shape)
         self.shape = array.shape
         # A Fortran-ordered array is a C-ordered one with its axes reversed: use that view.
@@ -81,7 +82,7 @@ class HostImage:
         """The C-ordered float32 array the filter writes, from `out` (checked) or new."""
         if out is None:
             return np.empty(self.data.shape, dtype=np.float32)
-        array = out.numpy() if framework(out) == "torch" else out
+        array = out.detach().numpy() if framework(out) == "torch" else out
         if not isinstance(array, np.ndarray):
             raise TypeError(f"out must be a numpy array (or CPU tensor) like the image, got {type(out).__name__}")
         if array.dtype != np.float32 or array.shape != tuple(self.shape):

@@ -10,8 +10,6 @@ import numpy as np
 from . import _core
 from ._arrays import HostImage, framework, is_gpu
 
-_PIXEL_TYPES = {"float32": "float32", "float64": "float64", "int16": "int16", "uint16": "uint16", "uint8": "uint8"}
-
 
 def _require_io() -> None:
     if not _core.has_io:
@@ -80,12 +78,16 @@ def write(
             import cupy
 
             array = cupy.asnumpy(array)
-        else:
-            array = array.detach().cpu().numpy() if hasattr(array, "detach") else np.asarray(array)
-    kind = framework(array)
-    host = HostImage(array, kind)
+        elif framework(array) == "torch-cuda":
+            array = array.detach().cpu()
+        else:  # another GPU array: through CuPy
+            import cupy
+
+            array = cupy.asnumpy(cupy.asarray(array) if hasattr(array, "__cuda_array_interface__")
+                                 else cupy.from_dlpack(array))
+    host = HostImage(array, framework(array))
     if metadata is None:
         metadata = _core.Metadata()
-        metadata.pixel_type = _PIXEL_TYPES[str(host.data.dtype if kind == "torch" else np.asarray(array).dtype)]
+        metadata.pixel_type = host.dtype
     return _core.write_image(os.fspath(path), host.data, host.dims, metadata, bool(overwrite), bool(float_output),
                              str(description), int(compression_level))

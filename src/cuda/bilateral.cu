@@ -7,6 +7,7 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_buffer.hpp"
 #include "cuda/device_util.cuh"
+#include "cuda/host_call.hpp"
 
 #include <ctdenoise/error.hpp>
 #include <ctdenoise/exec.hpp>
@@ -1049,25 +1050,12 @@ void bilateral_device(const float* d_in, float* d_out, const Dims& dims, const B
 HostTimes bilateral_host(ConstVolumeView<float> in, VolumeView<float> out, const BilateralParams& params,
                          const std::array<int, 3>& radius, BilateralAlgorithm algorithm,
                          const CompressiveSettings& settings, float lo) {
-  const std::size_t n = std::size_t(in.dims.count());
   const BilateralWork sizes = bilateral_work(in.dims, params, make_params(in.dims, params, radius), algorithm);
-  const HostCallMemory memory{n * sizeof(float), n * sizeof(float), sizes.floats() * sizeof(float)};
-  float* d_in = static_cast<float*>(memory.part(0));
-  float* d_out = static_cast<float*>(memory.part(1));
-  float* work = static_cast<float*>(memory.part(2));
-  const cudaStream_t stream = memory.stream();
-  HostTimes times;
-  times.upload_ms = host_ms([&] {
-    copy_to_device(d_in, in.data, n, stream);
-    CTD_CUDA_CHECK(cudaStreamSynchronize(stream));
-  });
-  Event start, stop;
-  start.record(stream);
-  run_bilateral(d_in, d_out, in.dims, params, radius, algorithm, settings, lo, work, stream);
-  stop.record(stream);
-  times.kernel_ms = stop.elapsed_since(start);
-  times.download_ms = host_ms([&] { copy_to_host(out.data, d_out, n, stream); });
-  return times;
+  return run_from_host(in, out, sizes.floats() * sizeof(float),
+                       [&](const float* d_in, float* d_out, void* work, cudaStream_t stream) {
+                         run_bilateral(d_in, d_out, in.dims, params, radius, algorithm, settings, lo,
+                                       static_cast<float*>(work), stream);
+                       });
 }
 
 }  // namespace ctd::cuda

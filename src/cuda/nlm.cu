@@ -6,6 +6,7 @@
 #include "cuda/backend.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_buffer.hpp"
+#include "cuda/host_call.hpp"
 #include "cuda/nlm_kernels.hpp"
 
 #include <ctdenoise/error.hpp>
@@ -461,25 +462,11 @@ void nlm_device(const float* in, float* out, const Dims& dims, const NlmParams& 
 }
 
 HostTimes nlm_host(ConstVolumeView<float> in, VolumeView<float> out, const NlmParams& params, NlmAlgorithm algorithm) {
-  const std::size_t n = std::size_t(in.dims.count());
   const std::size_t workspace = workspace_floats(make_params(in.dims, params), params, algorithm);
-  const HostCallMemory memory{n * sizeof(float), n * sizeof(float), workspace * sizeof(float)};
-  float* d_in = static_cast<float*>(memory.part(0));
-  float* d_out = static_cast<float*>(memory.part(1));
-  float* d_workspace = workspace > 0 ? static_cast<float*>(memory.part(2)) : nullptr;
-  const cudaStream_t stream = memory.stream();
-  HostTimes times;
-  times.upload_ms = host_ms([&] {
-    copy_to_device(d_in, in.data, n, stream);
-    CTD_CUDA_CHECK(cudaStreamSynchronize(stream));
-  });
-  Event start, stop;
-  start.record(stream);
-  run_variant(d_in, d_out, in.dims, params, algorithm, d_workspace, stream);
-  stop.record(stream);
-  times.kernel_ms = stop.elapsed_since(start);
-  times.download_ms = host_ms([&] { copy_to_host(out.data, d_out, n, stream); });
-  return times;
+  return run_from_host(in, out, workspace * sizeof(float),
+                       [&](const float* d_in, float* d_out, void* work, cudaStream_t stream) {
+                         run_variant(d_in, d_out, in.dims, params, algorithm, static_cast<float*>(work), stream);
+                       });
 }
 
 }  // namespace ctd::cuda

@@ -214,3 +214,12 @@ def test_same_voxels_and_parameters_as_the_cli(tmp_path, rng, command, python_ca
     for name in ("h", "noise_sigma", "sigma_range"):
         if name in cli_parameters:
             assert info["parameters"][name] == pytest.approx(cli_parameters[name], rel=1e-6)
+
+
+def test_torch_cpu_tensors_come_back_as_tensors(rng):
+    torch = pytest.importorskip("torch")
+    image = structured(rng, (6, 20, 18))
+    tensor = torch.from_numpy(image).requires_grad_(True)
+    got = ctdenoise.bilateral(tensor, sigma_range=30.0, device="cpu")
+    assert isinstance(got, torch.Tensor) and got.dtype == torch.float32
+    np.testing.assert_array_equal(got.numpy(), ctdenoise.bilateral(image, sigma_range=30.0, device="cpu"))
