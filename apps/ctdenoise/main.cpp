@@ -175,7 +175,10 @@ int main(int argc, char** argv) {
   }, "Print the 3D Slicer CLI module description (docs/slicer.md) and exit");
   std::vector<std::string> args(argv + 1, argv + argc);
   try {
-    if (auto translated = from_slicer(args)) args = std::move(*translated);
+    if (auto translated = from_slicer(args)) {
+      args = std::move(*translated);
+      report_progress_to_slicer();
+    }
   } catch (const ctd::Error& e) {
     fmt::print(stderr, "ctdenoise: invalid argument: {}\n", e.what());
     return kUsageError;

@@ -13,6 +13,7 @@ namespace ctd::cli {
 namespace {
 
 volatile std::sig_atomic_t g_interrupted = 0;
+bool g_slicer = false;
 
 extern "C" void on_interrupt(int) { g_interrupted = 1; }
 
@@ -24,6 +25,8 @@ void install_interrupt_handler() {
 }
 
 bool interrupted() noexcept { return g_interrupted != 0; }
+
+void report_progress_to_slicer() { g_slicer = true; }
 
 bool progress_wanted(bool quiet) { return !quiet && ::isatty(STDERR_FILENO); }
 
@@ -41,16 +44,35 @@ StageLine::~StageLine() {
 }
 
 ProgressBar::ProgressBar(std::string label, bool enabled)
-    : label_(std::move(label)), enabled_(enabled), start_(std::chrono::steady_clock::now()), last_draw_(start_) {}
+    : label_(std::move(label)),
+      enabled_(enabled),
+      start_(std::chrono::steady_clock::now()),
+      last_draw_(start_),
+      last_slicer_report_(start_) {
+  if (g_slicer) {
+    fmt::print("<filter-start><filter-name>{}</filter-name><filter-comment>{}</filter-comment></filter-start>\n",
+               label_, label_);
+    std::fflush(stdout);
+  }
+}
 
 ProgressBar::~ProgressBar() {
   if (drawn_) std::fputs("\n", stderr);
+  if (g_slicer) {
+    fmt::print("<filter-end><filter-name>{}</filter-name></filter-end>\n", label_);
+    std::fflush(stdout);
+  }
 }
 
 void ProgressBar::update(double fraction) {
   if (interrupted()) throw Error(ErrorKind::Cancelled, "interrupted");
-  if (!enabled_) return;
   const auto now = std::chrono::steady_clock::now();
+  if (g_slicer && (fraction >= 1.0 || now - last_slicer_report_ >= std::chrono::milliseconds(100))) {
+    last_slicer_report_ = now;
+    fmt::print("<filter-progress>{:.4f}</filter-progress>\n", fraction);
+    std::fflush(stdout);
+  }
+  if (!enabled_) return;
   const double elapsed = std::chrono::duration<double>(now - start_).count();
   const bool finished = fraction >= 1.0;
   // Only work that lasts longer than a second gets a bar, redrawn at most ten times a second.

@@ -11,6 +11,10 @@ namespace ctd::cli {
 void install_interrupt_handler();
 bool interrupted() noexcept;
 
+// Run as a 3D Slicer CLI module: every progress bar also reports to Slicer's progress bar, as
+// <filter-start>, <filter-progress> and <filter-end> lines on stdout (even with --quiet).
+void report_progress_to_slicer();
+
 class ProgressBar {
  public:
   ProgressBar(std::string label, bool enabled);
@@ -22,7 +26,7 @@ class ProgressBar {
   std::string label_;
   bool enabled_;
   bool drawn_ = false;
-  std::chrono::steady_clock::time_point start_, last_draw_;
+  std::chrono::steady_clock::time_point start_, last_draw_, last_slicer_report_;
 };
 
 // One line on stderr naming a stage without a measure of its progress ("nlm: reading x.nrrd"),

@@ -61,7 +61,14 @@ def test_slicers_command_line_runs_the_named_filter(tmp_path, rng, values, direc
     image = structured(rng, (6, 30, 28))
     source = tmp_path / "in.nrrd"
     ctdenoise.write(source, image)
-    subprocess.run(slicer_command(values, source, tmp_path / "slicer.nrrd"), check=True)
+    slicer = subprocess.run(slicer_command(values, source, tmp_path / "slicer.nrrd"), check=True, capture_output=True,
+                            text=True)
+    # Slicer's progress bar: a start, fractions up to 1, an end, for each stage that has progress.
+    lines = [line for line in slicer.stdout.splitlines() if line.startswith("<filter-")]
+    assert lines[0].startswith("<filter-start>") and lines[-1].startswith("<filter-end>"), slicer.stdout
+    fractions = [float(line[len("<filter-progress>"):-len("</filter-progress>")]) for line in lines
+                 if line.startswith("<filter-progress>")]
+    assert fractions and fractions[-1] == 1.0 and fractions == sorted(fractions)
     subprocess.run([CLI, *direct, "-q", str(source), str(tmp_path / "direct.nrrd")], check=True)
     np.testing.assert_array_equal(ctdenoise.read(tmp_path / "slicer.nrrd")[0], ctdenoise.read(tmp_path / "direct.nrrd")[0])
 
