@@ -21,7 +21,7 @@ if [ "$what" != bench ]; then
   grep -E "tests passed|Failed|\*\*\*" "$out/ctest_cuda.log" | head -20
   # memcheck on every call from host or device memory; racecheck on the bilateral device API's
   # cases (small; the large host-API case takes too long under racecheck).
-  for run in "memcheck *DeviceApi*:*HostApi*" "racecheck *BilateralCudaDeviceApi*"; do
+  for run in "memcheck *DeviceApi*:*HostApi*" "racecheck *BilateralCudaDeviceApi*-*TwoStreams*"; do
     set -- $run
     compute-sanitizer --tool $1 --error-exitcode 9 build-dev/tests/cuda_tests \
       --gtest_filter="$2" > "$out/sanitizer_$1.log" 2>&1

@@ -372,6 +372,55 @@ INSTANTIATE_TEST_SUITE_P(
              (variant.param.dims.is_2d() ? "2d" : "3d");
     });
 
+// The tiled kernel's weights sit in constant memory, shared by all streams: two streams with
+// different weights, queued back to back while the first kernel still runs, must each get their
+// own weights (the same voxels as the host API).
+TEST(BilateralCudaDeviceApi, TiledCallsOnTwoStreamsKeepTheirOwnWeights) {
+  CTD_REQUIRE_CUDA_DEVICE();
+  const ctd::Volume large = testing_util::structured_volume({1536, 1280, 1}, 3);
+  const ctd::Volume small = testing_util::structured_volume({300, 200, 1}, 4);
+  ctd::BilateralParams wide, narrow;
+  wide.sigma_spatial = 3;  // radius 9: a long kernel
+  wide.sigma_range = 60;
+  narrow.sigma_spatial = 0.8f;
+  narrow.sigma_range = 25;
+  wide.algorithm = narrow.algorithm = ctd::BilateralAlgorithm::Tiled;
+  auto device_copy = [](const ctd::Volume& v) {
+    float* d = nullptr;
+    EXPECT_EQ(cudaMalloc(&d, std::size_t(v.size()) * sizeof(float)), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(d, v.data(), std::size_t(v.size()) * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+    return d;
+  };
+  float* d_large = device_copy(large);
+  float* d_small = device_copy(small);
+  float *d_large_out = nullptr, *d_small_out = nullptr;
+  ASSERT_EQ(cudaMalloc(&d_large_out, std::size_t(large.size()) * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&d_small_out, std::size_t(small.size()) * sizeof(float)), cudaSuccess);
+  cudaStream_t first, second;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&first, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithFlags(&second, cudaStreamNonBlocking), cudaSuccess);
+  for (int round = 0; round < 3; ++round) {
+    ctd::bilateral_device(d_large, d_large_out, large.dims(), wide, first);
+    ctd::bilateral_device(d_small, d_small_out, small.dims(), narrow, second);
+  }
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  ctd::Volume large_out(large.dims()), small_out(small.dims());
+  ASSERT_EQ(cudaMemcpy(large_out.data(), d_large_out, std::size_t(large.size()) * sizeof(float), cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(small_out.data(), d_small_out, std::size_t(small.size()) * sizeof(float), cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  ctd::ExecContext cuda;
+  cuda.device = ctd::Device::Cuda;
+  ctd::Volume large_host(large.dims()), small_host(small.dims());
+  ctd::bilateral(large.view(), large_host.view(), wide, cuda);
+  ctd::bilateral(small.view(), small_host.view(), narrow, cuda);
+  EXPECT_TRUE(testing_util::bit_identical(large_out, large_host));
+  EXPECT_TRUE(testing_util::bit_identical(small_out, small_host));
+  for (float* d : {d_large, d_small, d_large_out, d_small_out}) cudaFree(d);
+  cudaStreamDestroy(first);
+  cudaStreamDestroy(second);
+}
+
 TEST(BilateralCudaDeviceApi, BadRequestsAreClearErrors) {
   CTD_REQUIRE_CUDA_DEVICE();
   ctd::BilateralParams p;
