@@ -17,8 +17,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <map>
-#include <mutex>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -953,26 +951,6 @@ BilateralWork bilateral_work(const Dims& dims, const BilateralParams& params, co
   return w;
 }
 
-// The tiled kernel reads its spatial weights from constant memory: one copy per device, shared by
-// every stream and host thread. It is rewritten only when the weights change, after the device has
-// finished every kernel that may still read the old ones, and the caller queues its kernel before
-// releasing the returned lock, so no kernel ever sees another call's weights. A loop with fixed
-// parameters never waits; alternating parameters cost a device synchronisation per change.
-std::unique_lock<std::mutex> use_constant_table(const std::vector<float>& table) {
-  static std::mutex mutex;
-  static std::map<int, std::vector<float>> current;  // per device ordinal
-  std::unique_lock<std::mutex> lock(mutex);
-  int device = 0;
-  CTD_CUDA_CHECK(cudaGetDevice(&device));
-  std::vector<float>& held = current[device];
-  if (held != table) {
-    CTD_CUDA_CHECK(cudaDeviceSynchronize());
-    CTD_CUDA_CHECK(cudaMemcpyToSymbol(c_spatial, table.data(), table.size() * sizeof(float)));
-    held = table;
-  }
-  return lock;
-}
-
 // Queues the variant on `stream` over device memory; `work` holds bilateral_work's floats (float4
 // aligned).
 void run_bilateral(const float* d_in, float* d_out, const Dims& dims, const BilateralParams& params,
@@ -980,18 +958,18 @@ void run_bilateral(const float* d_in, float* d_out, const Dims& dims, const Bila
                    float lo, float* work, cudaStream_t stream) {
   const long long n = dims.count();
   const BfParams k = make_params(dims, params, radius);
-  std::unique_lock<std::mutex> spatial_lock;  // tiled: held until its kernel is queued
   if (algorithm == BilateralAlgorithm::Naive || algorithm == BilateralAlgorithm::Tiled) {
     std::vector<float> table;
     table.reserve(std::size_t(2 * k.rx + 1) * (2 * k.ry + 1) * (2 * k.rz + 1));
     for (int kz = 0; kz <= 2 * k.rz; ++kz)
       for (int ky = 0; ky <= 2 * k.ry; ++ky)
         for (int kx = 0; kx <= 2 * k.rx; ++kx) table.push_back(std::exp2(k.lx[kx] + k.ly[ky] + k.lz[kz]));
+    // From pageable memory both copies return once `table` has been read, so it may go out of scope.
     if (algorithm == BilateralAlgorithm::Naive) {
-      // From pageable memory the copy returns once `table` has been read, so it may go out of scope.
       CTD_CUDA_CHECK(cudaMemcpyAsync(work, table.data(), table.size() * sizeof(float), cudaMemcpyHostToDevice, stream));
     } else {
-      spatial_lock = use_constant_table(table);
+      CTD_CUDA_CHECK(cudaMemcpyToSymbolAsync(c_spatial, table.data(), table.size() * sizeof(float), 0,
+                                             cudaMemcpyHostToDevice, stream));
     }
   }
   switch (algorithm) {
