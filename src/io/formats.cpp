@@ -61,9 +61,16 @@ std::string lower_name(const fs::path& path) { return detail::lower_case(path.fi
 
 bool ends_with(const std::string& s, std::string_view suffix) { return s.ends_with(suffix); }
 
+// "out/" (or "out//") names the folder "out", as "out" does: a DICOM series.
+fs::path without_trailing_separators(fs::path path) {
+  while (!path.has_filename() && path.has_relative_path()) path = path.parent_path();
+  return path;
+}
+
 }  // namespace
 
-Format output_format(const fs::path& path) {
+Format output_format(const fs::path& given) {
+  const fs::path path = without_trailing_separators(given);
   const std::string name = lower_name(path);
   if (name.empty() || fs::is_directory(path)) return Format::DicomSeries;
   if (ends_with(name, ".nii") || ends_with(name, ".nii.gz")) return Format::Nifti;
@@ -110,7 +117,8 @@ PixelType output_pixel_type(const ImageInfo& source, Format format, bool float_o
   }
 }
 
-void check_output(const fs::path& path, const ImageInfo& source, const Dims& dims, const WriteOptions& options) {
+void check_output(const fs::path& given, const ImageInfo& source, const Dims& dims, const WriteOptions& options) {
+  const fs::path path = without_trailing_separators(given);
   const Format format = output_format(path);
   output_pixel_type(source, format, options.float_output);
   if (format == Format::Png && dims.nz > 1) {
@@ -162,8 +170,9 @@ Image read_image(const fs::path& path, const ReadOptions& options) {
   return detail::read_itk(path, options);  // hands DICOM files on to read_dicom
 }
 
-WriteResult write_image(const Volume& volume, const ImageInfo& source, const fs::path& path,
+WriteResult write_image(const Volume& volume, const ImageInfo& source, const fs::path& given,
                         const WriteOptions& options) {
+  const fs::path path = without_trailing_separators(given);
   detail::register_itk_factories();
   check_output(path, source, volume.dims(), options);
   const Format format = output_format(path);

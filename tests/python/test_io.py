@@ -65,6 +65,15 @@ def test_existing_outputs_are_kept_unless_overwrite(tmp_path, rng):
     np.testing.assert_array_equal(ctdenoise.read(path)[0], image + 1)
 
 
+def test_a_folder_name_with_a_trailing_slash_is_a_dicom_series(tmp_path, rng):
+    image = np.round(structured(rng, (3, 16, 16))).astype(np.int16)
+    ctdenoise.write(str(tmp_path / "series") + "/", image)
+    assert len(list((tmp_path / "series").iterdir())) == 3
+    back, metadata = ctdenoise.read(tmp_path / "series")
+    assert metadata.format == "DICOM series"
+    np.testing.assert_array_equal(back, image.astype(np.float32))
+
+
 def test_raw_input(tmp_path, rng):
     image = np.round(structured(rng, (3, 5, 7))).astype(">i2")  # big-endian int16
     path = tmp_path / "v.raw"
