@@ -374,8 +374,8 @@ INSTANTIATE_TEST_SUITE_P(
 
 // The tiled kernel's weights sit in constant memory, shared by all streams: two streams with
 // different weights, queued back to back while the first kernel still runs, must each get their
-// own weights (the same voxels as the host API). The driver orders the weights' copy after the
-// kernels already queued (on the H100 no mixing was seen at 4096 x 4096 either); this guards it.
+// own weights (the same voxels as the host API). On the H100 no mixing was seen, at 4096 x 4096
+// either: the copy of the weights appears ordered after the kernels already queued. This guards it.
 TEST(BilateralCudaDeviceApi, TiledCallsOnTwoStreamsKeepTheirOwnWeights) {
   CTD_REQUIRE_CUDA_DEVICE();
   const ctd::Volume large = testing_util::structured_volume({1536, 1280, 1}, 3);
