@@ -509,8 +509,9 @@ void run_convert(const InputOptions& input, const RunOptions& run) {
 void run_info(const InputOptions& input, const std::string& json_path, bool overwrite) {
   if (!json_path.empty()) io::check_side_output(json_path, overwrite);
   const io::Image image = io::read_image(input.path, input.read_options());
-  fmt::print("{}", format_image(image.info, image.volume));
-  if (!json_path.empty()) io::write_text_file(describe_image(image.info, image.volume).dump(2) + "\n", json_path, overwrite);
+  const json description = describe_image(image.info, image.volume);  // one pass for the text and the JSON
+  fmt::print("{}", format_image(image.info, image.volume, description));
+  if (!json_path.empty()) io::write_text_file(description.dump(2) + "\n", json_path, overwrite);
 }
 
 void run_demo(const std::string& output_dir, RunOptions run) {

@@ -66,10 +66,10 @@ nlohmann::json describe_image(const io::ImageInfo& info, const Volume& volume, c
   return j;
 }
 
-std::string format_image(const io::ImageInfo& info, const Volume& volume) {
+std::string format_image(const io::ImageInfo& info, const Volume& volume, const nlohmann::json& description) {
   const Dims d = volume.dims();
   const Geometry& g = volume.geometry;
-  const Statistics s = statistics(volume.view());
+  const nlohmann::json& s = description["statistics"];
   std::string out;
   out += fmt::format("path:       {}\n", info.path.string());
   out += fmt::format("format:     {}{}\n", io::to_string(info.format),
@@ -81,8 +81,9 @@ std::string format_image(const io::ImageInfo& info, const Volume& volume) {
   out += fmt::format("direction:  [{:.4g} {:.4g} {:.4g}; {:.4g} {:.4g} {:.4g}; {:.4g} {:.4g} {:.4g}]\n", g.direction[0],
                      g.direction[1], g.direction[2], g.direction[3], g.direction[4], g.direction[5], g.direction[6],
                      g.direction[7], g.direction[8]);
-  out += fmt::format("values:     min {:.6g}, max {:.6g}, mean {:.6g}, std {:.6g}\n", s.min, s.max, s.mean, s.std);
-  const nlohmann::json noise = noise_json(volume);
+  out += fmt::format("values:     min {:.6g}, max {:.6g}, mean {:.6g}, std {:.6g}\n", s["min"].get<double>(),
+                     s["max"].get<double>(), s["mean"].get<double>(), s["std"].get<double>());
+  const nlohmann::json& noise = description["noise_sigma"];
   if (noise.contains("pseudo-residual")) {
     out += fmt::format("noise:      sigma {:.4g} (pseudo-residuals), {:.4g} (wavelet MAD){}\n",
                        noise["pseudo-residual"]["sigma"].get<double>(), noise["wavelet-mad"]["sigma"].get<double>(),

@@ -20,7 +20,7 @@ nlohmann::json noise_model_json(const NoiseModel& m);
 nlohmann::json noise_json(const Volume& volume, const nlohmann::json& known_model = nullptr);
 // Path, format, pixel type, dims, geometry, noise, DICOM attributes and reader notes of an image.
 nlohmann::json describe_image(const io::ImageInfo& info, const Volume& volume, const nlohmann::json& known_model = nullptr);
-// The same for people: `ctdenoise info`.
-std::string format_image(const io::ImageInfo& info, const Volume& volume);
+// The same for people (`ctdenoise info`), from describe_image's description.
+std::string format_image(const io::ImageInfo& info, const Volume& volume, const nlohmann::json& description);
 
 }  // namespace ctd::cli
