@@ -12,8 +12,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <string>
-#include <vector>
 #include <system_error>
+#include <vector>
 
 namespace {
 

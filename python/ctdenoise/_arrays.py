@@ -54,7 +54,23 @@ def is_gpu(obj) -> bool:
     return framework(obj) in ("cupy", "torch-cuda", "cuda")
 
 
-class HostImage:
+class _Image:
+    """What host and device images share: the caller's shape and whether the memory order is
+    reversed (a Fortran-ordered array, used through its C-ordered transpose)."""
+
+    shape: tuple
+    reversed: bool
+
+    def xyz(self, per_axis):
+        """A per-array-axis tuple (spacing, radius) as (x, y, z)."""
+        values = tuple(per_axis)
+        if len(values) != len(self.shape):
+            raise ValueError(f"give one value per array axis ({len(self.shape)}), got {len(values)}")
+        xyz = values if self.reversed else values[::-1]
+        return xyz + (xyz[-1],) * (3 - len(xyz))
+
+
+class HostImage(_Image):
     """A host array as the C++ host API takes it: float32, C-contiguous, x fastest."""
 
     def __init__(self, image, kind: str):
@@ -69,14 +85,6 @@ class HostImage:
         view = array.T if self.reversed else array
         self.data = np.ascontiguousarray(view, dtype=np.float32)
         self.dims = _dims(self.data.shape)
-
-    def xyz(self, per_axis):
-        """A per-array-axis tuple (spacing, radius) as (x, y, z)."""
-        values = tuple(per_axis)
-        if len(values) != len(self.shape):
-            raise ValueError(f"give one value per array axis ({len(self.shape)}), got {len(values)}")
-        xyz = values if self.reversed else values[::-1]
-        return xyz + (xyz[-1],) * (3 - len(xyz))
 
     def output(self, out):
         """The C-ordered float32 array the filter writes, from `out` (checked) or new."""
@@ -106,7 +114,7 @@ class HostImage:
         return array
 
 
-class DeviceImage:
+class DeviceImage(_Image):
     """A GPU array as the C++ device API takes it: a pointer to float32 voxels, x fastest, the GPU
     it lives on and the caller's current stream."""
 
@@ -140,8 +148,6 @@ class DeviceImage:
             self.ordinal = int(image.device.index)
             self.stream = _stream_pointer(stream, torch.cuda.current_stream(image.device).cuda_stream)
         self.dims = _dims(tuple(self.data.shape))
-
-    xyz = HostImage.xyz
 
     def pointer(self, array) -> int:
         return int(array.data.ptr) if self.kind == "cupy" else int(array.data_ptr())

@@ -33,10 +33,9 @@ class _Run:
         _check_device(device)
         self.image = prepare(image, stream)
         self.device = device
+        # A GPU array stays on the GPU unless the CPU is asked for (or, with "auto", this build or
+        # machine has no CUDA); "cuda" without one raises NotImplementedError or CudaError here.
         gpu = isinstance(self.image, DeviceImage)
-        if gpu and device == "cuda":
-            _core.available_device("cuda")  # NotImplementedError or CudaError when there is none
-        # A GPU array stays on the GPU unless the CPU is asked for (or this build has no CUDA).
         self.on_gpu = gpu and device != "cpu" and _core.available_device(device) == "cuda"
         self.auto_device = "cuda" if self.on_gpu else device
         self._host = None

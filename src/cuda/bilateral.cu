@@ -936,22 +936,19 @@ namespace {
 // Device memory a variant needs beyond its input and output, in floats: the compressive filter's
 // a, b (n float4 each), numerator, denominator (n floats each) and recursive tails; the naive
 // kernel's spatial table.
-struct BilateralWork {
-  std::size_t compressive_float4s = 0, spatial_floats = 0;
-  std::size_t floats() const { return 4 * compressive_float4s + spatial_floats; }
-};
-
-BilateralWork bilateral_work(const Dims& dims, const BilateralParams& params, const BfParams& k,
-                             BilateralAlgorithm algorithm) {
-  BilateralWork w;
+std::size_t work_floats(const Dims& dims, const BilateralParams& params, const std::array<int, 3>& radius,
+                        BilateralAlgorithm algorithm) {
   if (algorithm == BilateralAlgorithm::Compressive) {
-    w.compressive_float4s = 3 * std::size_t(dims.count()) + recursive_tail_count(dims, params);
+    return 4 * (3 * std::size_t(dims.count()) + recursive_tail_count(dims, params));
   }
-  if (algorithm == BilateralAlgorithm::Naive) w.spatial_floats = std::size_t(2 * k.rx + 1) * (2 * k.ry + 1) * (2 * k.rz + 1);
-  return w;
+  if (algorithm == BilateralAlgorithm::Naive) {
+    const int rz = dims.is_2d() ? 0 : radius[2];
+    return std::size_t(2 * radius[0] + 1) * (2 * radius[1] + 1) * (2 * rz + 1);
+  }
+  return 0;
 }
 
-// Queues the variant on `stream` over device memory; `work` holds bilateral_work's floats (float4
+// Queues the variant on `stream` over device memory; `work` holds work_floats' floats (float4
 // aligned).
 void run_bilateral(const float* d_in, float* d_out, const Dims& dims, const BilateralParams& params,
                    const std::array<int, 3>& radius, BilateralAlgorithm algorithm, const CompressiveSettings& settings,
@@ -1042,16 +1039,15 @@ std::pair<float, float> value_range_device(const float* d_in, const Dims& dims, 
 void bilateral_device(const float* d_in, float* d_out, const Dims& dims, const BilateralParams& params,
                       const std::array<int, 3>& radius, BilateralAlgorithm algorithm, const CompressiveSettings& settings,
                       float lo, CudaStream stream) {
-  const BilateralWork sizes = bilateral_work(dims, params, make_params(dims, params, radius), algorithm);
-  float* work = sizes.floats() > 0 ? stream_workspace(sizes.floats(), stream) : nullptr;
+  const std::size_t floats = work_floats(dims, params, radius, algorithm);
+  float* work = floats > 0 ? stream_workspace(floats, stream) : nullptr;
   run_bilateral(d_in, d_out, dims, params, radius, algorithm, settings, lo, work, stream);
 }
 
 HostTimes bilateral_host(ConstVolumeView<float> in, VolumeView<float> out, const BilateralParams& params,
                          const std::array<int, 3>& radius, BilateralAlgorithm algorithm,
                          const CompressiveSettings& settings, float lo) {
-  const BilateralWork sizes = bilateral_work(in.dims, params, make_params(in.dims, params, radius), algorithm);
-  return run_from_host(in, out, sizes.floats() * sizeof(float),
+  return run_from_host(in, out, work_floats(in.dims, params, radius, algorithm) * sizeof(float),
                        [&](const float* d_in, float* d_out, void* work, cudaStream_t stream) {
                          run_bilateral(d_in, d_out, in.dims, params, radius, algorithm, settings, lo,
                                        static_cast<float*>(work), stream);
