@@ -2,8 +2,10 @@
 // textures and doses, several radii, 2D and 3D, NLM and the bilateral filter. For each case it
 // compares the automatic value with the best of a sweep against the noise-free reference.
 //
-//   validate_params --data ../shared/data [--reduced] [--json out.json] [--only TEXT] [--oracle]
+//   validate_params --data ../shared/data [--reduced] [--json out.json] [--only TEXT] [--oracle] [--device cpu|auto]
 //
+// --device auto runs the filters (the sweeps and the automatic choice) on the GPU when there is
+// one: the full matrix then takes minutes instead of an hour.
 // Run by scripts/validate_params.sh (the full matrix) and by CTest (--reduced).
 
 #include <ctdenoise/auto_params.hpp>
@@ -234,6 +236,7 @@ int main(int argc, char** argv) {
   double check_gap = -1;
   int threads = 0;
   std::string only, dump;
+  ctd::Device device = ctd::Device::Cpu;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -248,8 +251,13 @@ int main(int argc, char** argv) {
     else if (a == "--threads") threads = std::stoi(next());
     else if (a == "--only") only = next();  // a substring of the case names to run
     else if (a == "--dump") dump = next();  // folder for each case's reference and noisy image (float32 raw)
+    else if (a == "--device") {
+      const std::string v = next();
+      if (v != "cpu" && v != "auto") throw std::runtime_error("--device must be cpu or auto");
+      device = v == "cpu" ? ctd::Device::Cpu : ctd::Device::Auto;
+    }
     else {
-      fmt::print(stderr, "usage: validate_params [--data DIR] [--reduced] [--json FILE] [--only TEXT] [--oracle]\n");
+      fmt::print(stderr, "usage: validate_params [--data DIR] [--reduced] [--json FILE] [--only TEXT] [--oracle] [--device cpu|auto]\n");
       return 2;
     }
   }
@@ -260,7 +268,7 @@ int main(int argc, char** argv) {
   }
   ctd::ExecContext context;
   context.threads = threads;
-  context.device = ctd::Device::Cpu;
+  context.device = device;
 
   try {
     // The scans: 2D slices (256 x 256 central crops) and 3D boxes.

@@ -23,7 +23,9 @@ constexpr int kBlock = 8;            // in-plane size of the blocks judged flat 
 constexpr i64 kMaxBlocks = 16384;    // blocks judged (evenly spread over larger images)
 constexpr i64 kMaxTriples = 400000;  // second differences pooled per lag, at most
 constexpr double kMaxGrain = 3.0;    // largest sigma / pseudo-residual sigma believed
-constexpr double kMaxRise = 1.15;    // largest sigma(lag 5) / sigma(lag 3) believed to be noise
+constexpr double kMaxRise = 1.10;    // largest sigma(lag 5) / sigma(lag 3) believed to be noise
+constexpr double kLeastSliceCorrelation = 0.2;  // below it, the fallback's slices count as independent
+constexpr i64 kMaxFallbackSlices = 64;          // slices whose in-plane sigma the fallback reads
 
 struct Lag {
   int dx, dy, dz;
@@ -40,6 +42,53 @@ double NoiseModel::covariance_at(int dx, int dy, int dz) const noexcept {
 double NoiseModel::correlation(int dx, int dy, int dz) const noexcept {
   return sigma > 0 ? covariance_at(dx, dy, dz) / (sigma * sigma) : 0;
 }
+
+namespace {
+
+// Overlapping slices (and z filters) correlate the noise across slices, which the 3D
+// pseudo-residual, averaging both slice neighbours, then under-reads; each slice alone does not.
+// The fallback models it as white noise smoothed across slices by a kernel [a, 1, a]: correlation
+// rho1 = 2a / (1 + 2a^2) with the next slice and rho2 = a^2 / (1 + 2a^2) with the one after. For
+// such noise (white in-plane) the 3D pseudo-residual reads sigma^2 (1 - 4 rho1 / 7 + rho2 / 21),
+// each slice sigma^2: a is solved from the ratio of the two (0 <= a <= 1/sqrt(2), where rho1 is
+// largest). The in-plane sigma is the median over up to max_slices slices spread evenly.
+struct SliceCorrelation {
+  double in_plane_sigma = 0, rho1 = 0, rho2 = 0;
+};
+SliceCorrelation slice_correlation(ConstVolumeView<float> in, const std::vector<float>& padding, double sigma_3d,
+                                   i64 max_slices) {
+  const Dims d = in.dims;
+  const i64 plane = d.nx * d.ny, used = std::min(d.nz, max_slices);
+  std::vector<double> sigmas(std::size_t(used), std::numeric_limits<double>::quiet_NaN());
+  for (i64 i = 0; i < used; ++i) {
+    const i64 z = i * d.nz / used;
+    try {
+      const NoiseEstimate e = detail::estimate_noise_without({in.data + z * plane, {d.nx, d.ny, 1}}, NoiseEstimator::PseudoResidual, padding);
+      if (e.samples * 4 >= plane) sigmas[std::size_t(i)] = e.sigma;
+    } catch (const Error&) {
+      // too few usable voxels in this slice
+    }
+  }
+  std::erase_if(sigmas, [](double v) { return std::isnan(v); });
+  if (sigmas.empty() || !(sigma_3d > 0)) return {sigma_3d, 0, 0};
+  const double sigma_2d = detail::median(sigmas);
+  const double read = (sigma_3d / sigma_2d) * (sigma_3d / sigma_2d);
+  auto correlations = [](double a) { return std::pair{2 * a / (1 + 2 * a * a), a * a / (1 + 2 * a * a)}; };
+  auto reads = [&](double a) {
+    const auto [r1, r2] = correlations(a);
+    return 1 - 4 * r1 / 7 + r2 / 21;
+  };
+  double lo = 0, hi = 1 / std::sqrt(2.0);  // reads() falls from 1 over this range
+  if (read >= 1) return {sigma_2d, 0, 0};
+  for (int i = 0; i < 40; ++i) {
+    const double mid = (lo + hi) / 2;
+    (reads(mid) > read ? lo : hi) = mid;
+  }
+  const auto [r1, r2] = correlations(lo);
+  return {sigma_2d, r1, r2};
+}
+
+}  // namespace
 
 NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
   const Dims d = in.dims;
@@ -122,12 +171,26 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
   for (double a : activity) {
     if (!std::isnan(a)) judged.push_back(a);
   }
-  // Too small (or too padded) for any block to be judged: white noise of the pseudo-residual sigma.
+  // The model when the blocks are not believed (or too few to judge): white in-plane, and in 3D
+  // correlated with the next slice as overlapping slices make it (see slice_correlation).
   auto white = [&] {
     m.fell_back_to_white = true;
     m.sigma = m.pseudo_residual_sigma;
-    m.covariance.assign(std::size_t((2 * m.radius_xy + 1) * (2 * m.radius_xy + 1) * (2 * m.radius_z + 1)), 0.0);
-    m.covariance[m.covariance.size() / 2] = m.sigma * m.sigma;
+    const int w = 2 * m.radius_xy + 1;
+    SliceCorrelation z;
+    if (m.radius_z > 0) z = slice_correlation(in, padding, m.pseudo_residual_sigma, kMaxFallbackSlices);
+    if (z.rho1 >= kLeastSliceCorrelation) {
+      m.sigma = z.in_plane_sigma;
+      m.radius_z = d.nz >= 5 ? 2 : 1;
+    } else {
+      z = {};
+    }
+    m.covariance.assign(std::size_t(w * w * (2 * m.radius_z + 1)), 0.0);
+    const std::size_t centre = m.covariance.size() / 2, next_slice = std::size_t(w * w);
+    const double c0 = m.sigma * m.sigma;
+    m.covariance[centre] = c0;
+    m.covariance[centre - next_slice] = m.covariance[centre + next_slice] = z.rho1 * c0;
+    if (m.radius_z == 2) m.covariance[centre - 2 * next_slice] = m.covariance[centre + 2 * next_slice] = z.rho2 * c0;
     return m;
   };
   if (judged.empty()) return white();

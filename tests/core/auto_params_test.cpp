@@ -177,6 +177,44 @@ TEST(NoiseModel, SmoothAnatomyIsNotReadAsNoise) {
   EXPECT_NEAR(m.sigma, 10, 1.5);
 }
 
+TEST(NoiseModel, TheFallbackKeepsTheCorrelationAcrossSlices) {
+  // The smooth texture of the previous test, the same in each of 24 slices, under white noise of
+  // sigma 10 that is, or is not, smoothed across slices by [1 2 1] / 4 (overlapping slices:
+  // rho = 2/3 with the next slice, 1/6 with the one after). The 3D pseudo-residual under-reads
+  // the first; the fallback reads its level slice by slice and its correlation from the gap.
+  std::vector<double> taps(31);
+  for (int k = 0; k < 31; ++k) taps[std::size_t(k)] = std::exp(-0.5 * (k - 15) * (k - 15) / 36.0);
+  const ctd::Dims d{144, 128, 24};
+  const ctd::Volume slice = smooth_field({d.nx, d.ny, 1}, taps, 150, 27);
+  for (const bool overlapping : {false, true}) {
+    ctd::Volume white({d.nx, d.ny, d.nz + 2});
+    std::mt19937 rng(29);
+    std::normal_distribution<double> normal(0, 10);
+    for (i64 i = 0; i < white.size(); ++i) white.data()[i] = float(normal(rng));
+    const i64 plane = d.nx * d.ny;
+    ctd::Volume noisy(d);
+    for (i64 z = 0; z < d.nz; ++z)
+      for (i64 i = 0; i < plane; ++i) {
+        const float* w = white.data() + (z + 1) * plane + i;
+        const double n = overlapping ? (w[-plane] + 2.0 * w[0] + w[plane]) / std::sqrt(6.0) : w[0];
+        noisy.data()[z * plane + i] = float(slice.data()[i] + n);
+      }
+    const ctd::NoiseModel m = ctd::estimate_noise_model(noisy.view());
+    EXPECT_TRUE(m.fell_back_to_white) << "overlapping " << overlapping;
+    EXPECT_NEAR(m.sigma, 10, 1.5) << "overlapping " << overlapping;
+    EXPECT_EQ(m.correlation(1, 0, 0), 0.0);
+    if (overlapping) {
+      EXPECT_LT(m.pseudo_residual_sigma, 0.85 * m.sigma);
+      EXPECT_NEAR(m.correlation(0, 0, 1), 2.0 / 3, 0.1);
+      EXPECT_NEAR(m.correlation(0, 0, 2), 1.0 / 6, 0.08);
+      EXPECT_EQ(m.radius_z, 2);
+    } else {
+      EXPECT_EQ(m.sigma, m.pseudo_residual_sigma);
+      EXPECT_EQ(m.correlation(0, 0, 1), 0.0);
+    }
+  }
+}
+
 TEST(NoiseModel, SmallImagesGetWhiteNoiseAndTinyOnesAreRefused) {
   const ctd::Volume small = testing_util::random_volume({21, 17, 6}, 1, 0, 60);
   const ctd::NoiseModel m = ctd::estimate_noise_model(small.view());
