@@ -189,8 +189,8 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
     const std::size_t centre = m.covariance.size() / 2, next_slice = std::size_t(w * w);
     const double c0 = m.sigma * m.sigma;
     m.covariance[centre] = c0;
-    m.covariance[centre - next_slice] = m.covariance[centre + next_slice] = z.rho1 * c0;
-    if (m.radius_z == 2) m.covariance[centre - 2 * next_slice] = m.covariance[centre + 2 * next_slice] = z.rho2 * c0;
+    if (m.radius_z >= 1) m.covariance[centre - next_slice] = m.covariance[centre + next_slice] = z.rho1 * c0;
+    if (m.radius_z >= 2) m.covariance[centre - 2 * next_slice] = m.covariance[centre + 2 * next_slice] = z.rho2 * c0;
     return m;
   };
   if (judged.empty()) return white();
