@@ -73,13 +73,13 @@ SliceCorrelation slice_correlation(ConstVolumeView<float> in, const std::vector<
   if (sigmas.empty() || !(sigma_3d > 0)) return {sigma_3d, 0, 0};
   const double sigma_2d = detail::median(sigmas);
   const double read = (sigma_3d / sigma_2d) * (sigma_3d / sigma_2d);
+  if (read >= 1) return {sigma_2d, 0, 0};
   auto correlations = [](double a) { return std::pair{2 * a / (1 + 2 * a * a), a * a / (1 + 2 * a * a)}; };
   auto reads = [&](double a) {
     const auto [r1, r2] = correlations(a);
     return 1 - 4 * r1 / 7 + r2 / 21;
   };
   double lo = 0, hi = 1 / std::sqrt(2.0);  // reads() falls from 1 over this range
-  if (read >= 1) return {sigma_2d, 0, 0};
   for (int i = 0; i < 40; ++i) {
     const double mid = (lo + hi) / 2;
     (reads(mid) > read ? lo : hi) = mid;
@@ -172,8 +172,8 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
     if (!std::isnan(a)) judged.push_back(a);
   }
   // The model when the blocks are not believed (or too few to judge): white in-plane, and in 3D
-  // correlated with the next slice as overlapping slices make it (see slice_correlation).
-  auto white = [&] {
+  // correlated with the next two slices as overlapping slices make it (see slice_correlation).
+  auto fall_back = [&] {
     m.fell_back_to_white = true;
     m.sigma = m.pseudo_residual_sigma;
     const int w = 2 * m.radius_xy + 1;
@@ -193,7 +193,7 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
     if (m.radius_z >= 2) m.covariance[centre - 2 * next_slice] = m.covariance[centre + 2 * next_slice] = z.rho2 * c0;
     return m;
   };
-  if (judged.empty()) return white();
+  if (judged.empty()) return fall_back();
   const auto anchor = judged.begin() + std::ptrdiff_t(judged.size() / 10);
   std::nth_element(judged.begin(), anchor, judged.end());
   std::vector<Block> flat;
@@ -249,7 +249,7 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
     variance[l] = count > 0 ? sum / double(count) : 0;
   }
   m.samples = *std::min_element(pairs.begin(), pairs.end());
-  if (m.samples < 16) return white();
+  if (m.samples < 16) return fall_back();
 
   // Beyond the model's lags C = 0, so E[D^2] = 6 C(0) on the outer in-plane shell: its median gives
   // the noise variance. Inside, C(d) = (6 C(0) + 2 C(2d) - E[D(d)^2]) / 8, from the outside in.
@@ -264,7 +264,7 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
   // white noise of the pseudo-residual sigma: too little noise errs towards too little
   // smoothing, never towards erased anatomy.
   const double measured = detail::median(shell);
-  if (measured > kMaxGrain * kMaxGrain * m.pseudo_residual_sigma * m.pseudo_residual_sigma) return white();
+  if (measured > kMaxGrain * kMaxGrain * m.pseudo_residual_sigma * m.pseudo_residual_sigma) return fall_back();
   // Noise correlated over a few voxels gives second differences whose mean square levels off
   // (6 C(0)) once the lag is past its reach; anatomy's keep growing with the lag. Where the outer
   // shell reads more than kMaxRise x the level at lag 3, the flattest blocks still hold anatomy
@@ -273,7 +273,7 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
   for (std::size_t l = 0; l < lags.size(); ++l) {
     if (lags[l].dz == 0 && std::max(std::abs(lags[l].dx), std::abs(lags[l].dy)) == 3) inner.push_back(variance[l] / 6);
   }
-  if (measured > kMaxRise * kMaxRise * detail::median(inner)) return white();
+  if (measured > kMaxRise * kMaxRise * detail::median(inner)) return fall_back();
   const double c0 = measured;
   m.sigma = std::sqrt(c0);
   const int w = 2 * m.radius_xy + 1;
