@@ -41,7 +41,9 @@ struct AutoChoice {
   NoiseModel noise;
   std::vector<RiskPoint> curve;  // every value tried, in increasing order
   Dims sample;                   // the sample the filter ran on
-  double seconds = 0;
+  double seconds = 0;            // all of it, of which:
+  double sample_seconds = 0;     //   the sample and its noise probe
+  double filter_seconds = 0;     //   the filter runs, two per value tried
 };
 
 // sigma for NLM's bias term (noise_sigma = auto): the root mean noise semivariance over the search

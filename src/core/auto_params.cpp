@@ -181,6 +181,8 @@ AutoChoice choose(ConstVolumeView<float> image, const NoiseModel& noise, double 
   for (unsigned char m : sample.mask) counted += m;
   if (counted < 16) invalid(fmt::format("{} auto: too few usable voxels to estimate the filter strength", what));
   const double c0 = double(sample.level) * sample.level;
+  const double sample_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double filter_seconds = 0;
 
   AutoChoice choice;
   choice.noise = noise;
@@ -203,8 +205,10 @@ AutoChoice choose(ConstVolumeView<float> image, const NoiseModel& noise, double 
     if (terms.count(k)) return;
     if (context.progress) context.progress(std::min(1.0, double(terms.size()) / kPlannedEvaluations));
     const double value = scale * std::exp2(k);
+    const auto filter_start = std::chrono::steady_clock::now();
     filter(sample.image.view(), f0.view(), value);
     filter(perturbed.view(), f1.view(), value);
+    filter_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - filter_start).count();
     double residual = 0, divergence = 0;
     for (i64 i = 0; i < sd.count(); ++i) {
       if (!sample.mask[std::size_t(i)]) continue;
@@ -265,6 +269,8 @@ AutoChoice choose(ConstVolumeView<float> image, const NoiseModel& noise, double 
   choice.optimum = scale * std::exp2(k_opt);
   choice.value = choice.optimum * strength;
   choice.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  choice.sample_seconds = sample_seconds;
+  choice.filter_seconds = filter_seconds;
   return choice;
 }
 

@@ -9,7 +9,10 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <cmath>
+#include <complex>
+#include <future>
 #include <limits>
 #include <random>
 
@@ -100,7 +103,15 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
   m.radius_z = d.nz >= 3 ? 1 : 0;
   const std::vector<float> padding = detail::find_padding(in);
   m.excluded_value = padding.empty() ? std::numeric_limits<double>::quiet_NaN() : double(padding.front());
-  m.pseudo_residual_sigma = detail::estimate_noise_without(in, NoiseEstimator::PseudoResidual, padding).sigma;
+  // The pseudo-residual sigma (a million residuals and two serial medians) is only needed at the
+  // end: it is measured on a thread of its own while the blocks are judged.
+  std::future<double> pseudo_residual = std::async(std::launch::async, [&] {
+    return detail::estimate_noise_without(in, NoiseEstimator::PseudoResidual, padding).sigma;
+  });
+  auto pseudo_residual_sigma = [&] {
+    if (pseudo_residual.valid()) m.pseudo_residual_sigma = pseudo_residual.get();
+    return m.pseudo_residual_sigma;
+  };
   auto usable = [&](float v) { return std::isfinite(v) && std::find(padding.begin(), padding.end(), v) == padding.end(); };
 
   // Second differences D(p) = u(p+d) - 2u(p) + u(p-d) along half of the lags (D is even in d) of
@@ -112,16 +123,38 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
     for (int dy = -outer; dy <= outer; ++dy)
       for (int dx = -outer; dx <= outer; ++dx)
         if (dz > 0 || dy > 0 || (dy == 0 && dx > 0)) lags.push_back({dx, dy, dz});
-  // D(p) along a lag, or NaN where p +- d leaves the image or touches padding.
-  auto second_difference = [&](i64 x, i64 y, i64 z, const Lag& g) {
-    if (x - std::abs(g.dx) < 0 || x + std::abs(g.dx) >= d.nx || y - std::abs(g.dy) < 0 || y + std::abs(g.dy) >= d.ny ||
-        z - g.dz < 0 || z + g.dz >= d.nz) {
-      return std::numeric_limits<double>::quiet_NaN();
+  // A block's neighbourhood (the block, `outer` voxels around it in-plane and radius_z slices on
+  // either side) copied with NaN where the image ends or a value is padding or not finite: a
+  // second difference D(p) = a - 2b + c is then NaN exactly where p +- d leaves the image or
+  // touches padding, with no test per voxel.
+  const i64 hood_w = kBlock + 2 * outer, hood_slices = 2 * m.radius_z + 1;
+  auto load_neighbourhood = [&](i64 x0, i64 y0, i64 z0, std::vector<double>& hood) {
+    hood.resize(std::size_t(hood_w * hood_w * hood_slices));
+    for (i64 s = 0; s < hood_slices; ++s)
+      for (i64 y = 0; y < hood_w; ++y)
+        for (i64 x = 0; x < hood_w; ++x) {
+          const i64 ix = x0 - outer + x, iy = y0 - outer + y, iz = z0 - m.radius_z + s;
+          double v = std::numeric_limits<double>::quiet_NaN();
+          if (ix >= 0 && ix < d.nx && iy >= 0 && iy < d.ny && iz >= 0 && iz < d.nz) {
+            const float f = in.data[(iz * d.ny + iy) * d.nx + ix];
+            if (usable(f)) v = f;
+          }
+          hood[std::size_t((s * hood_w + y) * hood_w + x)] = v;
+        }
+  };
+  // Sum of D^2 over the block's voxels along lag g, and how many were not NaN.
+  auto block_sum = [&](const std::vector<double>& hood, const Lag& g, double& sum, i64& count) {
+    const i64 step = (i64(g.dz) * hood_w + g.dy) * hood_w + g.dx;
+    for (i64 y = 0; y < kBlock; ++y) {
+      const double* row = hood.data() + (m.radius_z * hood_w + outer + y) * hood_w + outer;
+      for (i64 x = 0; x < kBlock; ++x) {
+        const double v = row[x - step] - 2.0 * row[x] + row[x + step];
+        if (!std::isnan(v)) {
+          sum += v * v;
+          ++count;
+        }
+      }
     }
-    const i64 p = (z * d.ny + y) * d.nx + x, step = (i64(g.dz) * d.ny + g.dy) * d.nx + g.dx;
-    const float a = in.data[p - step], b = in.data[p], c = in.data[p + step];
-    if (!usable(a) || !usable(b) || !usable(c)) return std::numeric_limits<double>::quiet_NaN();
-    return double(a) - 2.0 * double(b) + double(c);
   };
 
   // Flat blocks: anatomy adds to the second differences wherever the image is not flat, so the
@@ -150,19 +183,24 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
   std::vector<double> activity(blocks.size(), std::numeric_limits<double>::quiet_NaN());
   cpu::ThreadPool pool(cpu::hardware_threads());
   pool.parallel_for(i64(blocks.size()), [&](i64 begin, i64 end) {
+    std::vector<double> hood;
     for (i64 b = begin; b < end; ++b) {
       const Block& k = blocks[std::size_t(b)];
+      load_neighbourhood(k.x, k.y, k.z, hood);
       double sum = 0;
       i64 count = 0;
-      for (i64 y = k.y; y < k.y + by; ++y)
-        for (i64 x = k.x; x < k.x + bx; ++x)
+      for (i64 y = 0; y < kBlock; ++y) {
+        const double* row = hood.data() + (m.radius_z * hood_w + outer + y) * hood_w + outer;
+        for (i64 x = 0; x < kBlock; ++x)
           for (const Lag& g : shell_lags) {
-            const double v = second_difference(x, y, k.z, g);
+            const i64 step = i64(g.dy) * hood_w + g.dx;
+            const double v = row[x - step] - 2.0 * row[x] + row[x + step];
             if (!std::isnan(v)) {
               sum += v * v;
               ++count;
             }
           }
+      }
       // Blocks with over a quarter of their differences missing (padding, borders) are not judged.
       if (count * 4 >= 3 * bx * by * i64(shell_lags.size()) && sum > 0) activity[std::size_t(b)] = std::log(sum / double(count));
     }
@@ -175,7 +213,7 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
   // correlated with the next two slices as overlapping slices make it (see slice_correlation).
   auto fall_back = [&] {
     m.fell_back_to_white = true;
-    m.sigma = m.pseudo_residual_sigma;
+    m.sigma = pseudo_residual_sigma();
     const int w = 2 * m.radius_xy + 1;
     SliceCorrelation z;
     if (m.radius_z > 0) z = slice_correlation(in, padding, m.pseudo_residual_sigma, kMaxFallbackSlices);
@@ -217,19 +255,14 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
       double* sums = piece_sums.data() + std::size_t(piece) * lags.size();
       i64* counts = piece_counts.data() + std::size_t(piece) * lags.size();
       const std::size_t end = std::min(chosen.size(), std::size_t(piece + 1) * kBlocksPerPiece);
+      std::vector<double> hood;
       for (std::size_t b = std::size_t(piece) * kBlocksPerPiece; b < end; ++b) {
         const Block& k = *chosen[b];
+        load_neighbourhood(k.x, k.y, k.z, hood);
         for (std::size_t l = 0; l < lags.size(); ++l) {
           double sum = 0;
           i64 count = 0;
-          for (i64 y = k.y; y < k.y + by; ++y)
-            for (i64 x = k.x; x < k.x + bx; ++x) {
-              const double v = second_difference(x, y, k.z, lags[l]);
-              if (!std::isnan(v)) {
-                sum += v * v;
-                ++count;
-              }
-            }
+          block_sum(hood, lags[l], sum, count);
           sums[l] += sum;
           counts[l] += count;
         }
@@ -264,7 +297,7 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
   // white noise of the pseudo-residual sigma: too little noise errs towards too little
   // smoothing, never towards erased anatomy.
   const double measured = detail::median(shell);
-  if (measured > kMaxGrain * kMaxGrain * m.pseudo_residual_sigma * m.pseudo_residual_sigma) return fall_back();
+  if (measured > kMaxGrain * kMaxGrain * pseudo_residual_sigma() * pseudo_residual_sigma()) return fall_back();
   // Noise correlated over a few voxels gives second differences whose mean square levels off
   // (6 C(0)) once the lag is past its reach; anatomy's keep growing with the lag. Where the outer
   // shell reads more than kMaxRise x the level at lag 3, the flattest blocks still hold anatomy
@@ -296,6 +329,53 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
   return m;
 }
 
+namespace {
+
+// out(o) = sum over i of in(i) cos(2 pi sum_a i_a o_a / period_a), for i in the box of `in`
+// (first index in_first, in_size per axis, x fastest) and o in the box out_first, out_size: a
+// Fourier series on small periodic grids, one axis at a time (the cosine of a sum is the real
+// part of a product of phasors).
+std::vector<double> cosine_series(const std::vector<double>& in, std::array<int, 3> in_first, std::array<int, 3> in_size,
+                                  std::array<int, 3> out_first, std::array<int, 3> out_size, std::array<int, 3> period) {
+  using C = std::complex<double>;
+  std::vector<C> a(in.begin(), in.end());
+  std::array<int, 3> size = in_size;  // the current box: axes before `axis` already transformed
+  for (int axis = 0; axis < 3; ++axis) {
+    std::array<int, 3> next = size;
+    next[std::size_t(axis)] = out_size[std::size_t(axis)];
+    std::vector<C> b(std::size_t(next[0] * next[1] * next[2]));
+    // The axes below this one keep their sizes, so a step along it is the same in both boxes.
+    const std::size_t stride = axis == 0 ? 1 : axis == 1 ? std::size_t(size[0]) : std::size_t(size[0] * size[1]);
+    const int n_in = size[std::size_t(axis)], n_out = next[std::size_t(axis)], g = period[std::size_t(axis)];
+    std::vector<C> phasor(std::size_t(n_in * n_out));
+    for (int o = 0; o < n_out; ++o)
+      for (int i = 0; i < n_in; ++i) {
+        const long long turns = (long long)(in_first[std::size_t(axis)] + i) * (out_first[std::size_t(axis)] + o);
+        const double phase = 2 * M_PI * double(((turns % g) + g) % g) / g;
+        phasor[std::size_t(o * n_in + i)] = {std::cos(phase), std::sin(phase)};
+      }
+    // Every line along the axis: positions that differ only in that axis' index.
+    const std::size_t lines = a.size() / std::size_t(n_in);
+    for (std::size_t line = 0; line < lines; ++line) {
+      const std::size_t low = line % stride, high = line / stride;
+      const C* src = a.data() + high * stride * std::size_t(n_in) + low;
+      C* dst = b.data() + high * stride * std::size_t(n_out) + low;
+      for (int o = 0; o < n_out; ++o) {
+        C sum = 0;
+        for (int i = 0; i < n_in; ++i) sum += phasor[std::size_t(o * n_in + i)] * src[std::size_t(i) * stride];
+        dst[std::size_t(o) * stride] = sum;
+      }
+    }
+    a = std::move(b);
+    size = next;
+  }
+  std::vector<double> out(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) out[i] = a[i].real();
+  return out;
+}
+
+}  // namespace
+
 Volume synthesize_noise(const NoiseModel& m, const Dims& dims, std::uint64_t seed, const std::vector<unsigned char>* mask) {
   if (mask != nullptr && i64(mask->size()) != dims.count()) {
     throw Error(ErrorKind::InvalidArgument, "synthesize_noise: the mask must have one entry per voxel");
@@ -307,39 +387,26 @@ Volume synthesize_noise(const NoiseModel& m, const Dims& dims, std::uint64_t see
   const int gxy = 32, gz = flat ? 1 : 8;
   const int kr = m.radius_xy + 3, krz = flat ? 0 : 2;
   const int rx = m.radius_xy, rz = flat ? 0 : m.radius_z;
-  std::vector<double> amplitude(std::size_t(gxy * gxy * gz));
+  const int cw = 2 * rx + 1, cwz = 2 * rz + 1;
+  std::vector<double> covariance(std::size_t(cw * cw * cwz));
+  for (int dz = -rz; dz <= rz; ++dz)
+    for (int dy = -rx; dy <= rx; ++dy)
+      for (int dx = -rx; dx <= rx; ++dx) covariance[std::size_t(((dz + rz) * cw + dy + rx) * cw + dx + rx)] = m.covariance_at(dx, dy, dz);
+  std::vector<double> power = cosine_series(covariance, {-rx, -rx, -rz}, {cw, cw, cwz}, {0, 0, 0}, {gxy, gxy, gz}, {gxy, gxy, gz});
   double power_sum = 0;
-  for (int fz = 0; fz < gz; ++fz)
-    for (int fy = 0; fy < gxy; ++fy)
-      for (int fx = 0; fx < gxy; ++fx) {
-        double p = 0;
-        for (int dz = -rz; dz <= rz; ++dz)
-          for (int dy = -rx; dy <= rx; ++dy)
-            for (int dx = -rx; dx <= rx; ++dx) {
-              const double phase = 2 * M_PI * (double(fx * dx) / gxy + double(fy * dy) / gxy + double(fz * dz) / gz);
-              p += m.covariance_at(dx, dy, dz) * std::cos(phase);
-            }
-        p = std::max(p, 0.0);
-        power_sum += p;
-        amplitude[std::size_t((fz * gxy + fy) * gxy + fx)] = std::sqrt(p);
-      }
+  std::vector<double> amplitude(power.size());
+  for (std::size_t i = 0; i < power.size(); ++i) {
+    const double p = std::max(power[i], 0.0);
+    power_sum += p;
+    amplitude[i] = std::sqrt(p);
+  }
   const int kw = 2 * kr + 1, kwz = 2 * krz + 1;
-  std::vector<double> kernel(std::size_t(kw * kw * kwz));
+  std::vector<double> kernel = cosine_series(amplitude, {0, 0, 0}, {gxy, gxy, gz}, {-kr, -kr, -krz}, {kw, kw, kwz}, {gxy, gxy, gz});
   double kernel_energy = 0;
-  for (int kz = -krz; kz <= krz; ++kz)
-    for (int ky = -kr; ky <= kr; ++ky)
-      for (int kx = -kr; kx <= kr; ++kx) {
-        double k = 0;
-        for (int fz = 0; fz < gz; ++fz)
-          for (int fy = 0; fy < gxy; ++fy)
-            for (int fx = 0; fx < gxy; ++fx) {
-              const double phase = 2 * M_PI * (double(fx * kx) / gxy + double(fy * ky) / gxy + double(fz * kz) / gz);
-              k += amplitude[std::size_t((fz * gxy + fy) * gxy + fx)] * std::cos(phase);
-            }
-        k /= double(gxy * gxy * gz);
-        kernel[std::size_t(((kz + krz) * kw + (ky + kr)) * kw + (kx + kr))] = k;
-        kernel_energy += k * k;
-      }
+  for (double& k : kernel) {
+    k /= double(gxy * gxy * gz);
+    kernel_energy += k * k;
+  }
   // Restore the variance the cut lost.
   const double target = power_sum / double(gxy * gxy * gz);
   const double gain = kernel_energy > 0 ? std::sqrt(target / kernel_energy) : 0;

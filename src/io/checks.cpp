@@ -169,7 +169,7 @@ void check_header(const fs::path& path, const std::vector<std::uint64_t>& extent
   }
 }
 
-void check_metaimage_data(const fs::path& path, std::uint64_t expected) {
+DataLayout metaimage_layout(const fs::path& path) {
   const TextHeader h = read_text_header(path, '=', "elementdatafile");
   const auto field = [&](const char* key) {
     const auto it = h.fields.find(key);
@@ -177,45 +177,61 @@ void check_metaimage_data(const fs::path& path, std::uint64_t expected) {
   };
   const std::string data = field("elementdatafile");
   if (data.empty()) fail(ErrorKind::Io, fmt::format("{} has no ElementDataFile line: not a complete MetaImage header", quoted(path)));
-  // A list of files, or a file name pattern: one file a slice, checked by MetaIO itself.
-  if (lower_case(data) == "list" || data.find('%') != std::string::npos) return;
+  DataLayout layout;
+  // A list of files, or a file name pattern: one file a slice, left to MetaIO.
+  if (lower_case(data) == "list" || data.find('%') != std::string::npos) return layout;
   const bool local = lower_case(data) == "local";
-  const fs::path file = local ? path : path.parent_path() / data;
-  const bool compressed = lower_case(field("compresseddata")) == "true";
-  std::uint64_t offset = local ? h.data_offset : 0;
+  layout.file = local ? path : path.parent_path() / data;
+  layout.encoding = lower_case(field("compresseddata")) == "true" ? DataLayout::Encoding::Compressed : DataLayout::Encoding::Plain;
+  layout.offset = local ? h.data_offset : 0;
   const std::string header_size = field("headersize");
   if (!local && !header_size.empty()) {
     const long long skip = std::atoll(header_size.c_str());
-    if (skip == -1) {
-      // The data is at the end of the file: only its size can be checked.
-      std::error_code ec;
-      const std::uint64_t size = fs::file_size(file, ec);
-      if (!compressed && !ec && size < expected) check_plain_data(file, 0, expected, path);
-      return;
-    }
-    if (skip > 0) offset = std::uint64_t(skip);
+    if (skip == -1) layout.at_end = true;  // the data is at the end of the file
+    if (skip > 0) layout.offset = std::uint64_t(skip);
   }
-  if (compressed) check_compressed_stream(file, offset, expected, path);
-  else check_plain_data(file, offset, expected, path);
+  std::string msb = lower_case(field("binarydatabyteordermsb"));
+  if (msb.empty()) msb = lower_case(field("elementbyteordermsb"));
+  layout.byte_order = msb == "true" ? ByteOrder::Big : ByteOrder::Little;  // MetaIO's default: LSB first
+  return layout;
 }
 
-void check_nrrd_data(const fs::path& path, std::uint64_t expected) {
+DataLayout nrrd_layout(const fs::path& path) {
   const TextHeader h = read_text_header(path, ':', "");
   const auto field = [&](const char* key) {
     const auto it = h.fields.find(key);
     return it == h.fields.end() ? std::string() : it->second;
   };
+  DataLayout layout;
   std::string data = field("data file");
   if (data.empty()) data = field("datafile");
-  // Several data files (a list or a pattern): each is checked by the NRRD library.
-  if (lower_case(data).starts_with("list") || data.find(' ') != std::string::npos || data.find('%') != std::string::npos) return;
-  const fs::path file = data.empty() ? path : (fs::path(data).is_absolute() ? fs::path(data) : path.parent_path() / data);
-  const std::string encoding = lower_case(field("encoding"));
+  // Several data files (a list or a pattern): left to the NRRD library.
+  if (lower_case(data).starts_with("list") || data.find(' ') != std::string::npos || data.find('%') != std::string::npos) return layout;
   const long long line_skip = std::atoll(field("line skip").c_str()), byte_skip = std::atoll(field("byte skip").c_str());
-  if (line_skip != 0 || byte_skip != 0) return;  // rare layouts: left to the NRRD library
-  const std::uint64_t offset = data.empty() ? h.data_offset : 0;
-  if (encoding == "gzip" || encoding == "gz") check_compressed_stream(file, offset, expected, path);
-  else if (encoding == "raw") check_plain_data(file, offset, expected, path);
+  if (line_skip != 0 || byte_skip != 0) return layout;  // rare layouts: left to the NRRD library
+  layout.file = data.empty() ? path : (fs::path(data).is_absolute() ? fs::path(data) : path.parent_path() / data);
+  layout.offset = data.empty() ? h.data_offset : 0;
+  const std::string encoding = lower_case(field("encoding"));
+  if (encoding == "gzip" || encoding == "gz") layout.encoding = DataLayout::Encoding::Compressed;
+  else if (encoding == "raw") layout.encoding = DataLayout::Encoding::Plain;
+  else layout.file.clear();  // text, hex, bzip2: left to the NRRD library
+  const std::string endian = lower_case(field("endian"));
+  if (endian == "big") layout.byte_order = ByteOrder::Big;
+  if (endian == "little") layout.byte_order = ByteOrder::Little;
+  return layout;
+}
+
+void check_data(const DataLayout& layout, std::uint64_t expected, const fs::path& path) {
+  if (layout.file.empty()) return;
+  if (layout.at_end) {
+    // Only its size can be checked.
+    std::error_code ec;
+    const std::uint64_t size = fs::file_size(layout.file, ec);
+    if (layout.encoding == DataLayout::Encoding::Plain && !ec && size < expected) check_plain_data(layout.file, 0, expected, path);
+    return;
+  }
+  if (layout.encoding == DataLayout::Encoding::Compressed) check_compressed_stream(layout.file, layout.offset, expected, path);
+  else check_plain_data(layout.file, layout.offset, expected, path);
 }
 
 void check_tiff_data(const fs::path& path) {

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -71,8 +72,27 @@ void check_nifti_data(const fs::path& path, const std::vector<char>& bytes, bool
 std::vector<char> nifti_file_bytes(const fs::path& path, std::uint64_t voxel_bytes);
 // The declared voxel bytes are all there (uncompressed: the file is long enough; compressed: the
 // stream inflates to them and ends cleanly).
-void check_metaimage_data(const fs::path& path, std::uint64_t expected_bytes);
-void check_nrrd_data(const fs::path& path, std::uint64_t expected_bytes);
+// Where a MetaImage's or NRRD's voxels are, as its header says. `file` is empty where the
+// format's library is left to find them (lists of files, skipped lines, text encodings).
+struct DataLayout {
+  enum class Encoding { Plain, Compressed };
+  fs::path file;
+  std::uint64_t offset = 0;     // where the voxels start in `file`
+  bool at_end = false;          // MetaImage HeaderSize -1: the voxels end the file
+  Encoding encoding = Encoding::Plain;
+  std::optional<ByteOrder> byte_order;  // NRRD leaves it out for one-byte types
+};
+DataLayout metaimage_layout(const fs::path& header);
+DataLayout nrrd_layout(const fs::path& header);
+// Fails unless the data the layout names holds `expected_bytes` (inflated, when compressed).
+void check_data(const DataLayout& layout, std::uint64_t expected_bytes, const fs::path& shown);
+
+// Reads `count` voxels of `type`, stored uncompressed from `offset` of `file`, as float: in
+// pieces on all cores, each read and converted by one thread (disks and the page cache give
+// more with several requests in flight, and the conversion needs no pass of its own). Fails
+// (Io) where the file ends early.
+void read_plain_voxels(const fs::path& file, std::uint64_t offset, PixelType type, ByteOrder order, std::int64_t count,
+                       float* out);
 // Every strip or tile of every page decodes; every row of a PNG decodes (before ITK's reader,
 // which lets libpng abort the process on a corrupt PNG).
 void check_tiff_data(const fs::path& path);
@@ -151,9 +171,9 @@ void voxels_to_float(const T* in, std::int64_t n, float* out) {
   });
 }
 
-// Voxels (converted to float on all cores) and geometry of an ITK image as a Volume.
+// A Volume of an ITK image's size and geometry (its voxels not copied).
 template <class T>
-Volume to_volume(const itk::Image<T, 3>& image) {
+Volume empty_volume(const itk::Image<T, 3>& image) {
   const auto size = image.GetLargestPossibleRegion().GetSize();
   Geometry geometry;
   for (unsigned i = 0; i < 3; ++i) {
@@ -161,7 +181,13 @@ Volume to_volume(const itk::Image<T, 3>& image) {
     geometry.origin[i] = image.GetOrigin()[i];
     for (unsigned j = 0; j < 3; ++j) geometry.direction[3 * i + j] = image.GetDirection()(i, j);
   }
-  Volume volume({std::int64_t(size[0]), std::int64_t(size[1]), std::int64_t(size[2])}, geometry);
+  return Volume({std::int64_t(size[0]), std::int64_t(size[1]), std::int64_t(size[2])}, geometry);
+}
+
+// Voxels (converted to float on all cores) and geometry of an ITK image as a Volume.
+template <class T>
+Volume to_volume(const itk::Image<T, 3>& image) {
+  Volume volume = empty_volume(image);
   voxels_to_float(image.GetBufferPointer(), volume.size(), volume.data());
   return volume;
 }

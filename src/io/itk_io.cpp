@@ -248,6 +248,7 @@ Image read_itk(const fs::path& original_path, const ReadOptions& options) {
     }
     check_header(original_path, extent, spacing, imageio->GetComponentSize(), options);
     const std::uint64_t voxel_bytes = imageio->GetImageSizeInBytes();
+    std::optional<DataLayout> layout;
     switch (image.info.format) {
       case Format::Nifti: {
         const std::vector<char> bytes = nifti_file_bytes(path, voxel_bytes);
@@ -256,19 +257,33 @@ Image read_itk(const fs::path& original_path, const ReadOptions& options) {
         if (lower_case(path.filename().string()).ends_with(".gz")) plain_nifti.emplace(original_path, bytes);
         break;
       }
-      case Format::MetaImage: check_metaimage_data(original_path, voxel_bytes); break;
-      case Format::Nrrd: check_nrrd_data(original_path, voxel_bytes); break;
+      case Format::MetaImage: layout = metaimage_layout(original_path); break;
+      case Format::Nrrd: layout = nrrd_layout(original_path); break;
       default: break;  // TIFF and PNG: checked above
     }
+    if (layout) check_data(*layout, voxel_bytes, original_path);
 
     // Read in the file's own pixel type (no conversion inside ITK, which runs on one core), then
     // converted to float on all cores.
     const fs::path& read_path = plain_nifti && !plain_nifti->get().empty() ? plain_nifti->get() : path;
+    // Voxels stored plainly in one file at a known place (raw NRRD, uncompressed MetaImage) are
+    // read here on all cores; the geometry is still the library's.
+    const bool plain = layout && !layout->file.empty() && !layout->at_end &&
+                       layout->encoding == DataLayout::Encoding::Plain &&
+                       (layout->byte_order || imageio->GetComponentSize() == 1) && imageio->GetNumberOfDimensions() <= 3;
     image.volume = with_pixel_type(image.info.pixel_type, [&](auto t) {
       using T = decltype(t);
       auto reader = itk::ImageFileReader<itk::Image<T, 3>>::New();
       reader->SetImageIO(imageio);
       reader->SetFileName(read_path.c_str());
+      if (plain) {
+        reader->UpdateOutputInformation();
+        Volume volume = empty_volume(*reader->GetOutput());
+        read_plain_voxels(layout->file, layout->offset, image.info.pixel_type, layout->byte_order.value_or(ByteOrder::Little),
+                          volume.size(), volume.data());
+        image.info.stages.emplace_back("file", clock.lap());  // read and converted in one pass
+        return volume;
+      }
       reader->Update();
       image.info.stages.emplace_back("file", clock.lap());
       return to_volume(*reader->GetOutput());

@@ -43,23 +43,12 @@ Image read_raw(const fs::path& path, const RawLayout& layout, const ReadOptions&
                                     need, have < need ? " (truncated file or wrong dims)" : " (wrong dims or type?)"));
   }
   StageClock clock;
-  std::ifstream file(path, std::ios::binary);
-  std::vector<char> bytes(std::size_t(d.count()) * width);
-  file.seekg(std::streamoff(layout.header_bytes));
-  if (!file.read(bytes.data(), std::streamsize(bytes.size()))) {
-    fail(ErrorKind::Io, fmt::format("cannot read {}", quoted(path)));
-  }
   Image image;
-  image.info.stages.emplace_back("file", clock.lap());
-  if (needs_swap(layout.byte_order)) swap_bytes(bytes.data(), std::size_t(d.count()), width);
   Geometry geometry;
   geometry.spacing = layout.spacing;
   image.volume = Volume(d, geometry);
-  with_pixel_type(layout.type, [&](auto t) {
-    using T = decltype(t);
-    voxels_to_float(reinterpret_cast<const T*>(bytes.data()), d.count(), image.volume.data());  // new[]: aligned for T
-  });
-  image.info.stages.emplace_back("convert", clock.lap());
+  read_plain_voxels(path, layout.header_bytes, layout.type, layout.byte_order, d.count(), image.volume.data());
+  image.info.stages.emplace_back("file", clock.lap());  // read and converted in one pass
   image.info.path = path;
   image.info.format = Format::Raw;
   image.info.pixel_type = layout.type;

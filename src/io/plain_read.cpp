@@ -1,0 +1,61 @@
+// Uncompressed voxels read straight from the file on all cores (raw, NRRD and MetaImage data).
+
+#include "io/io_internal.hpp"
+
+#include <fmt/format.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <array>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+
+namespace ctd::io::detail {
+
+void read_plain_voxels(const fs::path& file, std::uint64_t offset, PixelType type, ByteOrder order, std::int64_t count,
+                       float* out) {
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail(ErrorKind::Io, fmt::format("cannot open {}: {}", quoted(file), std::strerror(errno)));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  const bool swap = (order == ByteOrder::Big) != (std::endian::native == std::endian::big);
+  with_pixel_type(type, [&](auto t) {
+    using T = decltype(t);
+    constexpr std::int64_t kPieceBytes = std::int64_t(8) << 20;
+    constexpr std::int64_t kPiece = kPieceBytes / std::int64_t(sizeof(T));
+    cpu::for_each_piece(count, kPiece, 0, [&](std::int64_t, std::int64_t begin, std::int64_t end) {
+      thread_local std::vector<T> buffer;
+      buffer.resize(std::size_t(kPiece));
+      char* bytes = reinterpret_cast<char*>(buffer.data());
+      const std::size_t wanted = std::size_t(end - begin) * sizeof(T);
+      std::size_t got = 0;
+      while (got < wanted) {
+        const ::ssize_t n = ::pread(fd, bytes + got, wanted - got, ::off_t(offset + std::uint64_t(begin) * sizeof(T) + got));
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) fail(ErrorKind::Io, fmt::format("cannot read {}: {}", quoted(file), std::strerror(errno)));
+        if (n == 0) {
+          fail(ErrorKind::Io, fmt::format("{} ended early: {} bytes of voxel data from byte {} were expected", quoted(file),
+                                          std::uint64_t(count) * sizeof(T), offset));
+        }
+        got += std::size_t(n);
+      }
+      for (std::int64_t i = 0; i < end - begin; ++i) {
+        T v = buffer[std::size_t(i)];
+        if constexpr (sizeof(T) > 1) {
+          if (swap) {
+            auto raw = std::bit_cast<std::array<unsigned char, sizeof(T)>>(v);
+            std::reverse(raw.begin(), raw.end());
+            v = std::bit_cast<T>(raw);
+          }
+        }
+        out[begin + i] = static_cast<float>(v);
+      }
+    });
+  });
+}
+
+}  // namespace ctd::io::detail
