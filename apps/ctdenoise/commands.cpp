@@ -99,7 +99,11 @@ struct FilterJob {
   std::string description;  // for DICOM DerivationDescription
   std::function<FilterRun(const io::Image& in, Volume& out, const ExecContext&)> filter;
   io::StageTimes stages;  // before the filter: "noise model", "automatic h" (seconds)
+  std::function<void()> wait_for_device;  // until the device is ready (or known missing: throws)
 };
+
+// The stage of waiting for the GPU's driver and context, started at the beginning of the command.
+constexpr const char* kDeviceWait = "waiting for the GPU to start";
 
 // A stage's line on stderr while it runs, and its time in `stages`.
 template <class F>
@@ -122,8 +126,8 @@ void run_filter(const InputOptions& input, const RunOptions& run, FilterJob& job
   context.device = device_from_string(run.device);
   context.threads = run.threads;
   // The CUDA driver and context start (0.3-0.5 s) on a thread of their own while the input is
-  // read. A device asked for and missing is reported as soon as the read is done, before any
-  // other work.
+  // read and the noise measured. A device asked for and missing is reported before the first
+  // filter run (the automatic strength's, or the filter's).
   std::future<void> device_ready;
   if (context.device != Device::Cpu) {
     device_ready = std::async(std::launch::async, [device = context.device] {
@@ -148,8 +152,14 @@ void run_filter(const InputOptions& input, const RunOptions& run, FilterJob& job
     return io::read_image(input.path, read_options);
   }();
   const double read_s = seconds_since(read_start);
-  if (device_ready.valid()) device_ready.get();
+  job.wait_for_device = [&] {
+    if (!device_ready.valid()) return;
+    const auto wait_start = std::chrono::steady_clock::now();
+    device_ready.get();
+    job.stages.emplace_back(kDeviceWait, seconds_since(wait_start));
+  };
   if (before_filter) before_filter(image);
+  job.wait_for_device();
   write_options.description = job.description;  // complete now: it holds the automatic parameters
   if (same_file(input.path, run.output) && !run.overwrite) {
     throw Error(ErrorKind::Io, fmt::format("the output '{}' is the input; pass --overwrite to replace it", run.output));
@@ -246,8 +256,13 @@ void run_filter(const InputOptions& input, const RunOptions& run, FilterJob& job
         {"stages_s", stages},
     };
     double auto_s = 0;
-    for (const auto& [name, seconds] : job.stages) auto_s += seconds;
-    if (!job.stages.empty()) report["timings_s"]["auto"] = auto_s;
+    bool any_auto = false;
+    for (const auto& [name, seconds] : job.stages) {
+      if (name == kDeviceWait) continue;
+      auto_s += seconds;
+      any_auto = true;
+    }
+    if (any_auto) report["timings_s"]["auto"] = auto_s;
     if (result.device == Device::Cuda) report["gpu"] = cuda_device_name();
     if (!result.details.empty()) report["details"] = result.details;
     if (!run.preview.empty()) report["preview"] = run.preview;
@@ -401,6 +416,7 @@ void run_nlm(const InputOptions& input, const RunOptions& run, const NlmOptions&
       job.parameters["noise_model"] = noise_model_json(noise);
       if (auto_sigma) p.noise_sigma = float(auto_nlm_noise_sigma(noise, p, image.volume.dims()));
       if (auto_h) {
+        job.wait_for_device();
         const AutoChoice choice = choose_with_progress("nlm: choosing h", run, run_context(run), [&](const ExecContext& c) {
           return auto_nlm_h(image.volume.view(), p, noise, c, options.strength);
         });
@@ -444,6 +460,7 @@ void run_bilateral(const InputOptions& input, const RunOptions& run, const Bilat
       const NoiseModel noise = timed_stage(job.stages, "noise model", "bilateral: measuring the noise", run.quiet,
                                            [&] { return estimate_noise_model(image.volume.view()); });
       job.parameters["noise_model"] = noise_model_json(noise);
+      job.wait_for_device();
       const AutoChoice choice =
           choose_with_progress("bilateral: choosing sigma_range", run, run_context(run), [&](const ExecContext& c) {
             return auto_bilateral_sigma_range(image.volume.view(), p, noise, c, options.strength);

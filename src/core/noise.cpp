@@ -42,7 +42,7 @@ NoiseEstimate estimate_noise(ConstVolumeView<float> in, NoiseEstimator estimator
 }
 
 NoiseEstimate detail::estimate_noise_without(ConstVolumeView<float> in, NoiseEstimator estimator,
-                                             const std::vector<float>& padding) {
+                                             const std::vector<float>& padding, i64 max_samples) {
   const Dims d = in.dims;
   const bool flat = d.is_2d();
   NoiseEstimate result;
@@ -62,7 +62,7 @@ NoiseEstimate detail::estimate_noise_without(ConstVolumeView<float> in, NoiseEst
   };
   auto collect = [&](i64 nx, i64 ny, i64 nz, auto&& at) {
     const i64 positions = std::max<i64>(0, nx) * std::max<i64>(0, ny) * std::max<i64>(0, nz);
-    const i64 step = std::max<i64>(1, d.count() / 1000000);
+    const i64 step = std::max<i64>(1, d.count() / std::max<i64>(1, max_samples));
     const i64 sampled = (positions + step - 1) / step;
     constexpr i64 kPiece = 1 << 16;
     std::vector<std::vector<Sample>> pieces(std::size_t((sampled + kPiece - 1) / kPiece));

@@ -29,6 +29,7 @@ constexpr double kMaxGrain = 3.0;    // largest sigma / pseudo-residual sigma be
 constexpr double kMaxRise = 1.10;    // largest sigma(lag 5) / sigma(lag 3) believed to be noise
 constexpr double kLeastSliceCorrelation = 0.2;  // below it, the fallback's slices count as independent
 constexpr i64 kMaxFallbackSlices = 64;          // slices whose in-plane sigma the fallback reads
+constexpr i64 kLeastResidualsPerSlice = 1 << 14;  // residuals per slice it reads, at least
 
 struct Lag {
   int dx, dy, dz;
@@ -62,12 +63,16 @@ SliceCorrelation slice_correlation(ConstVolumeView<float> in, const std::vector<
                                    i64 max_slices) {
   const Dims d = in.dims;
   const i64 plane = d.nx * d.ny, used = std::min(d.nz, max_slices);
+  // About a million residuals in all, as for the whole image (a 1024^2 slice alone has as many).
+  const i64 per_slice = std::max<i64>(kLeastResidualsPerSlice, 1000000 / used);
   std::vector<double> sigmas(std::size_t(used), std::numeric_limits<double>::quiet_NaN());
   for (i64 i = 0; i < used; ++i) {
     const i64 z = i * d.nz / used;
     try {
-      const NoiseEstimate e = detail::estimate_noise_without({in.data + z * plane, {d.nx, d.ny, 1}}, NoiseEstimator::PseudoResidual, padding);
-      if (e.samples * 4 >= plane) sigmas[std::size_t(i)] = e.sigma;
+      const NoiseEstimate e = detail::estimate_noise_without({in.data + z * plane, {d.nx, d.ny, 1}},
+                                                             NoiseEstimator::PseudoResidual, padding, per_slice);
+      // A quarter of the slice usable, at least (the residuals are every step-th position's).
+      if (e.samples * std::max<i64>(1, plane / per_slice) * 4 >= plane) sigmas[std::size_t(i)] = e.sigma;
     } catch (const Error&) {
       // too few usable voxels in this slice
     }

@@ -84,8 +84,9 @@ inline double robust_sigma(std::vector<double> values) {
   return sigma;
 }
 
-// estimate_noise with the padding values given (the whole image's, when `in` is a part of it).
+// estimate_noise with the padding values given (the whole image's, when `in` is a part of it),
+// from about max_samples residuals (every step-th position of larger images).
 NoiseEstimate estimate_noise_without(ConstVolumeView<float> in, NoiseEstimator estimator,
-                                     const std::vector<float>& padding);
+                                     const std::vector<float>& padding, std::int64_t max_samples = 1000000);
 
 }  // namespace ctd::detail

@@ -4,6 +4,8 @@
 
 #include <ctdenoise/noise.hpp>
 
+#include "core/robust_stats.hpp"
+
 #include <random>
 
 namespace {
@@ -50,6 +52,21 @@ TEST(Noise, NoiselessImageGivesZeroAndTinyImagesAreRefused) {
   EXPECT_EQ(ctd::estimate_noise(flat_image.view()).sigma, 0.0);
   ctd::Volume tiny({2, 2, 1});
   EXPECT_TRUE(testing_util::throws_kind([&] { ctd::estimate_noise(tiny.view()); }, ctd::ErrorKind::InvalidArgument));
+}
+
+TEST(NoiseEstimate, ASmallerSampleOfResidualsReadsTheSameLevel) {
+  // The noise model reads each of many slices from a share of about a million residuals: every
+  // step-th interior position, step = voxels / max_samples.
+  const ctd::Volume v = testing_util::random_volume({301, 203, 5}, 17, -40, 40);  // uniform: sigma 40 / sqrt(3)
+  const double truth = 80 / std::sqrt(12.0);
+  const ctd::NoiseEstimate all = ctd::detail::estimate_noise_without(v.view(), ctd::NoiseEstimator::PseudoResidual, {});
+  const ctd::NoiseEstimate some =
+      ctd::detail::estimate_noise_without(v.view(), ctd::NoiseEstimator::PseudoResidual, {}, 30000);
+  const std::int64_t interior = 299 * 201 * 3, step = v.size() / 30000;
+  EXPECT_EQ(all.samples, interior);
+  EXPECT_NEAR(double(some.samples), double(interior) / double(step), 2.0);
+  EXPECT_NEAR(all.sigma, truth, 0.02 * truth);
+  EXPECT_NEAR(some.sigma, truth, 0.04 * truth);
 }
 
 }  // namespace
