@@ -100,6 +100,7 @@ struct FilterJob {
   std::function<FilterRun(const io::Image& in, Volume& out, const ExecContext&)> filter;
   io::StageTimes stages;  // before the filter: "noise model", "automatic h" (seconds)
   std::function<void()> wait_for_device;  // until the device is ready (or known missing: throws)
+  bool uses_device = true;                 // false: CPU work only (convert), no GPU started
 };
 
 // The stage of waiting for the GPU's driver and context, started at the beginning of the command.
@@ -129,7 +130,7 @@ void run_filter(const InputOptions& input, const RunOptions& run, FilterJob& job
   // read and the noise measured. A device asked for and missing is reported before the first
   // filter run (the automatic strength's, or the filter's).
   std::future<void> device_ready;
-  if (context.device != Device::Cpu) {
+  if (context.device != Device::Cpu && job.uses_device) {
     device_ready = std::async(std::launch::async, [device = context.device] {
       if (available_device(device) == Device::Cuda) initialize_cuda();
     });
@@ -176,7 +177,7 @@ void run_filter(const InputOptions& input, const RunOptions& run, FilterJob& job
   // The report's look at the input (statistics, noise estimates: passes over the whole volume)
   // runs on the idle cores while the GPU filters.
   std::future<json> input_description;
-  if (!run.json.empty() && available_device(context.device) == Device::Cuda) {
+  if (!run.json.empty() && job.uses_device && available_device(context.device) == Device::Cuda) {
     input_description = std::async(std::launch::async, [&image, model = job.parameters.value("noise_model", json(nullptr))] {
       return describe_image(image.info, image.volume, model);
     });
@@ -529,6 +530,7 @@ void run_convert(const InputOptions& input, const RunOptions& run) {
   job.command = "convert";
   job.parameters = json::object();
   job.description = fmt::format("ctdenoise {} convert", CTD_VERSION);
+  job.uses_device = false;
   job.filter = [](const io::Image& in, Volume& out, const ExecContext&) {
     out = in.volume;
     return FilterRun{Device::Cpu, "copy", 1, {}};

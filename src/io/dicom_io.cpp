@@ -187,6 +187,33 @@ void probe_dicom_in_child(const fs::path& path) {
   }
 }
 
+// Each file of a sorted series into its slice of `volume` (sized by the series reader), on all
+// cores, with the file's attributes in `slices`. ITK errors (a file that no longer decodes) come
+// out as they are; a slice of another size is an Io error.
+void read_slices(const std::vector<std::string>& files, Volume& volume, std::vector<itk::MetaDataDictionary>& slices) {
+  const Dims d = volume.dims();
+  if (std::int64_t(files.size()) != d.nz) {
+    fail(ErrorKind::Io, fmt::format("the series has {} files for {} slices", files.size(), d.nz));
+  }
+  slices.assign(files.size(), {});
+  const std::int64_t plane = d.nx * d.ny;
+  cpu::for_each_piece(std::int64_t(files.size()), 1, std::min(16, cpu::hardware_threads()), [&](std::int64_t z, std::int64_t, std::int64_t) {
+    auto io = itk::GDCMImageIO::New();
+    auto reader = itk::ImageFileReader<FloatImage>::New();
+    reader->SetImageIO(io);
+    reader->SetFileName(files[std::size_t(z)]);
+    reader->Update();
+    const auto size = reader->GetOutput()->GetLargestPossibleRegion().GetSize();
+    if (std::int64_t(size[0]) != d.nx || std::int64_t(size[1]) != d.ny || size[2] != 1) {
+      fail(ErrorKind::Io, fmt::format("{} is {}x{}x{}, not a {}x{} slice like the first of its series",
+                                      quoted(fs::path(files[std::size_t(z)])), size[0], size[1], size[2], d.nx, d.ny));
+    }
+    std::copy(reader->GetOutput()->GetBufferPointer(), reader->GetOutput()->GetBufferPointer() + plane,
+              volume.data() + z * plane);
+    slices[std::size_t(z)] = io->GetMetaDataDictionary();
+  });
+}
+
 Image read_dicom(const fs::path& path, const ReadOptions& options) {
   const LibraryOutputCapture quiet;
   StageClock clock;
@@ -196,7 +223,8 @@ Image read_dicom(const fs::path& path, const ReadOptions& options) {
     image.info.stages.emplace_back("probe", clock.lap());
   }
   auto gdcm_io = itk::GDCMImageIO::New();
-  FloatImage::Pointer itk_image;
+  FloatImage::Pointer itk_image;            // a single file
+  std::optional<Volume> series_volume;      // a series
   auto source = std::make_shared<DicomSource>();
   try {
     if (fs::is_directory(path)) {
@@ -212,13 +240,15 @@ Image read_dicom(const fs::path& path, const ReadOptions& options) {
       check_header(path, {gdcm_io->GetDimensions(0), gdcm_io->GetDimensions(1), files.size()},
                    {gdcm_io->GetSpacing(0), gdcm_io->GetSpacing(1)}, gdcm_io->GetComponentSize(), options);
       for (const auto& file : files) check_complete(file);
+      // The geometry (the slices' spacing from their positions) is the series reader's; the
+      // slices are decoded on all cores, each file by a reader of its own (GDCM decodes one file
+      // at a time, and a cold disk serves one small file at a time slowly).
       auto reader = itk::ImageSeriesReader<FloatImage>::New();
       reader->SetImageIO(gdcm_io);
       reader->SetFileNames(files);
-      reader->SetMetaDataDictionaryArrayUpdate(true);
-      reader->Update();
-      itk_image = reader->GetOutput();
-      for (const auto* dict : *reader->GetMetaDataDictionaryArray()) source->slices.push_back(*dict);
+      reader->UpdateOutputInformation();
+      series_volume = empty_volume(*reader->GetOutput());
+      read_slices(files, *series_volume, source->slices);
       image.info.format = Format::DicomSeries;
       image.info.file_count = files.size();
       if (ids.size() > 1) image.info.notes.push_back(fmt::format("read series {} of the {} in the folder", id, ids.size()));
@@ -255,8 +285,12 @@ Image read_dicom(const fs::path& path, const ReadOptions& options) {
   }
 
   image.info.stages.emplace_back("file", clock.lap());
-  image.volume = to_volume(*itk_image);
-  image.info.stages.emplace_back("convert", clock.lap());
+  if (series_volume) {
+    image.volume = std::move(*series_volume);  // converted to float slice by slice already
+  } else {
+    image.volume = to_volume(*itk_image);
+    image.info.stages.emplace_back("convert", clock.lap());
+  }
   return image;
 }
 
