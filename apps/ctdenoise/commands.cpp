@@ -157,7 +157,7 @@ void run_filter(const InputOptions& input, const RunOptions& run, FilterJob& job
     if (!device_ready.valid()) return;
     const auto wait_start = std::chrono::steady_clock::now();
     device_ready.get();
-    job.stages.emplace_back(kDeviceWait, seconds_since(wait_start));
+    if (available_device(context.device) == Device::Cuda) job.stages.emplace_back(kDeviceWait, seconds_since(wait_start));
   };
   if (before_filter) before_filter(image);
   job.wait_for_device();

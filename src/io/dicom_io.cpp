@@ -347,9 +347,13 @@ std::int64_t write_slices(const Volume& volume, const ImageInfo& source, const f
   const double row[3] = {m[0], m[3], m[6]}, col[3] = {m[1], m[4], m[7]}, slice[3] = {m[2], m[5], m[8]};
 
   using SliceImage = itk::Image<T, 2>;
-  std::int64_t clamped = 0;
   const std::int64_t plane = d.nx * d.ny;
-  for (std::int64_t z = 0; z < d.nz; ++z) {
+  // The slices are encoded and written on all cores, each by a writer of its own (GDCM writes
+  // one file at a time); their UIDs are made here first, in slice order.
+  std::vector<std::string> instance_uids(std::size_t(d.nz));
+  for (std::string& uid : instance_uids) uid = uids.Generate();
+  std::vector<std::int64_t> clamped(std::size_t(d.nz), 0);
+  cpu::for_each_piece(d.nz, 1, std::min(16, cpu::hardware_threads()), [&](std::int64_t z, std::int64_t, std::int64_t) {
     itk::MetaDataDictionary dict = inputs.size() == std::size_t(d.nz) ? inputs[std::size_t(z)] : first;
     for (const auto& key : dict.GetKeys()) {
       if (describes_encoding(key)) dict.Erase(key);
@@ -358,7 +362,7 @@ std::int64_t write_slices(const Volume& volume, const ImageInfo& source, const f
     for (int i = 0; i < 3; ++i) position[i] = g.origin[i] + double(z) * g.spacing[2] * slice[i];
     set(dict, "0008|0008", "DERIVED\\SECONDARY");
     set(dict, "0008|0016", sop_class);
-    set(dict, "0008|0018", uids.Generate());
+    set(dict, "0008|0018", instance_uids[std::size_t(z)]);
     set(dict, "0008|103e", description);
     set(dict, "0008|2111", options.description.substr(0, 1024));
     set(dict, "0020|000d", study_uid);
@@ -389,7 +393,7 @@ std::int64_t write_slices(const Volume& volume, const ImageInfo& source, const f
     image->Allocate();
     Volume one_slice({d.nx, d.ny, 1});
     std::memcpy(one_slice.data(), volume.data() + z * plane, sizeof(float) * std::size_t(plane));
-    clamped += convert_voxels(one_slice, image->GetBufferPointer());
+    clamped[std::size_t(z)] = convert_voxels(one_slice, image->GetBufferPointer());
     image->SetMetaDataDictionary(dict);
 
     auto gdcm_io = itk::GDCMImageIO::New();
@@ -400,8 +404,10 @@ std::int64_t write_slices(const Volume& volume, const ImageInfo& source, const f
     writer->SetInput(image);
     writer->SetFileName((series ? path / fmt::format("IM{:05d}.dcm", z + 1) : path).c_str());
     writer->Update();
-  }
-  return clamped;
+  });
+  std::int64_t total = 0;
+  for (std::int64_t c : clamped) total += c;
+  return total;
 }
 
 }  // namespace
