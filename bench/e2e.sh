@@ -5,7 +5,7 @@
 # $OUT/e2e-floor.json (disk read and write speed, and the PCIe bandwidth measured with CuPy).
 #   bench/e2e.sh [CLI] [WORKDIR]      then: python3 bench/e2e_table.py $OUT/e2e-*.json* > table.md
 # Cases: 512 x 512 x 548 int16 as raw, NRRD and .nii.gz, and as a 548-file DICOM series, to NRRD
-# and to .nii.gz; 1024^3 int16 NRRD to NRRD; one 512^2 DICOM slice. NLM search radius 4, patch
+# (plain and --compress), .mha (--compress) and .nii.gz; 1024^3 int16 NRRD to NRRD; one 512^2 DICOM slice. NLM search radius 4, patch
 # radius 2, automatic h, --device cuda. Page cache dropped before each run where root may.
 set -uo pipefail
 cli=${1:-/tmp/cli/ctdenoise}
@@ -64,6 +64,9 @@ raw_args=(--raw-dims 512,512,548 --raw-type int16)
 run raw-to-nrrd "$vol" "$work/o.nrrd" "${raw_args[@]}"
 run nrrd-to-nrrd "$work/vol.nrrd" "$work/o.nrrd"
 run nrrd-to-niigz "$work/vol.nrrd" "$work/o.nii.gz"
+run nrrd-to-nrrd-compressed "$work/vol.nrrd" "$work/oc.nrrd" --compress
+run nrrd-to-mha-compressed "$work/vol.nrrd" "$work/oc.mha" --compress
+rm -f "$work/oc.nrrd" "$work/oc.mha"
 run niigz-to-niigz "$work/vol.nii.gz" "$work/o.nii.gz"
 run dicom-series-to-nrrd "$work/series" "$work/o.nrrd"
 run dicom-series-to-dicom-series "$work/series" "$work/oseries"

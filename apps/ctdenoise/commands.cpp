@@ -136,7 +136,7 @@ void run_filter(const InputOptions& input, const RunOptions& run, FilterJob& job
     });
   }
   const auto window = parse_window(run.window);
-  io::WriteOptions write_options{run.overwrite, run.float_output, {}, run.compression_level};
+  io::WriteOptions write_options{run.overwrite, run.float_output, {}, run.compression_level, run.compress};
   if (run.compression_level < 1 || run.compression_level > 12) {
     invalid(fmt::format("--compression-level must be 1 (fastest) to 12 (smallest), got {}", run.compression_level));
   }

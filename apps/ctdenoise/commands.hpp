@@ -37,7 +37,8 @@ struct RunOptions {
   std::string output, json, preview, window;
   std::string device = "auto";
   int threads = 0;
-  int compression_level = 6;  // .nii.gz
+  int compression_level = 6;  // .nii.gz and --compress
+  bool compress = false;      // .nrrd/.mha: compressed data
   bool overwrite = false, float_output = false, quiet = false;
 };
 

@@ -38,8 +38,10 @@ void add_run_options(CLI::App& cmd, RunOptions& run) {
   cmd.add_flag("--overwrite", run.overwrite, "Replace existing output files");
   cmd.add_flag("--float", run.float_output, "Write float32 voxels instead of the input's pixel type");
   cmd.add_option("--compression-level", run.compression_level,
-                 ".nii.gz output: gzip level, 1 (fastest) to 12 (smallest), compressed on all cores")
+                 ".nii.gz and --compress output: level, 1 (fastest) to 12 (smallest; .mha: at most zlib's 9), "
+                 "compressed on all cores")
       ->capture_default_str();
+  cmd.add_flag("--compress", run.compress, ".nrrd and .mha output: compressed data (gzip or zlib), on all cores");
   cmd.add_flag("-q,--quiet", run.quiet, "No progress bar");
 }
 

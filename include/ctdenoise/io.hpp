@@ -85,7 +85,9 @@ struct WriteOptions {
   bool overwrite = false;     // replace an existing output
   bool float_output = false;  // write float32 instead of the input's pixel type
   std::string description;    // DICOM: appended to SeriesDescription, stored as DerivationDescription
-  int compression_level = 6;  // .nii.gz: gzip level, 1 (fastest) to 12 (smallest; libdeflate's scale)
+  int compression_level = 6;  // .nii.gz: gzip level, 1 (fastest) to 12 (smallest; libdeflate's scale);
+                              // compressed .nrrd/.mha: zlib's level, the same number up to 9
+  bool compress = false;      // .nrrd and .mha: gzip (NRRD) or zlib (MetaImage) data, compressed on all cores
 };
 
 struct WriteResult {

@@ -57,6 +57,7 @@ def write(
     float_output: bool = False,
     description: str = "",
     compression_level: int = 6,
+    compress: bool = False,
 ) -> dict:
     """Writes `array` to `path`, its format from the extension (.nii, .nii.gz, .mha, .mhd, .nrrd,
     .nhdr, .tif, .png, .dcm, .raw; no extension: a DICOM series folder).
@@ -68,7 +69,9 @@ def write(
 
     overwrite: replace an existing output (otherwise OSError). float_output: write float32.
     description: DICOM, stored as DerivationDescription (SeriesDescription gets "[ctdenoise]").
-    compression_level: .nii.gz, 1 (fastest) to 12 (smallest).
+    compression_level: .nii.gz (and compress), 1 (fastest) to 12 (smallest; .mha: at most 9).
+    compress: .nrrd and .mha with compressed data (gzip members for NRRD, one zlib stream for
+    MetaImage), compressed on all cores.
     The file appears whole or not at all: it is written under a temporary name, then renamed.
     Returns what was written: pixel_type, clamped_voxels, files, stages_s.
     """
@@ -90,4 +93,4 @@ def write(
         metadata = _core.Metadata()
         metadata.pixel_type = host.dtype
     return _core.write_image(os.fspath(path), host.data, host.dims, metadata, bool(overwrite), bool(float_output),
-                             str(description), int(compression_level))
+                             str(description), int(compression_level), bool(compress))

@@ -66,7 +66,7 @@ nb::tuple read(const std::filesystem::path& path, std::optional<std::array<std::
 }
 
 nb::dict write(const std::filesystem::path& path, HostIn in, DimsTuple dims, const Metadata& metadata, bool overwrite,
-               bool float_output, const std::string& description, int compression_level) {
+               bool float_output, const std::string& description, int compression_level, bool compress) {
   const Dims d{std::get<0>(dims), std::get<1>(dims), std::get<2>(dims)};
   if (std::int64_t(in.size()) != d.count()) throw Error(ErrorKind::InvalidArgument, "the array does not hold its dimensions' voxels");
   if (metadata.info.dicom && metadata.dims != d) {
@@ -81,6 +81,7 @@ nb::dict write(const std::filesystem::path& path, HostIn in, DimsTuple dims, con
   options.float_output = float_output;
   options.description = description;
   options.compression_level = compression_level;
+  options.compress = compress;
   const io::WriteResult result = without_gil([&] {
     io::check_output(path, metadata.info, d, options);
     Volume volume(d, metadata.geometry);
@@ -140,7 +141,7 @@ void bind_io(nb::module_& m) {
   m.def("read_image", &read, "path"_a, "raw_dims"_a = nb::none(), "raw_type"_a = "uint16", "raw_byte_order"_a = "little",
         "raw_spacing"_a = std::array<double, 3>{1, 1, 1}, "raw_header"_a = 0, "series_uid"_a = "");
   m.def("write_image", &write, "path"_a, "array"_a, "dims"_a, "metadata"_a, "overwrite"_a, "float_output"_a,
-        "description"_a, "compression_level"_a);
+        "description"_a, "compression_level"_a, "compress"_a);
 }
 
 }  // namespace ctdpy

@@ -34,9 +34,11 @@ std::string size_text(std::uint64_t bytes) {
   return fmt::format("{:.1f} MiB", double(bytes) / double(1 << 20));
 }
 
-// Inflates a zlib or gzip stream (several gzip members too) from `offset` of `file`, and fails
-// unless it holds at least `expected` bytes and ends cleanly.
-void check_compressed_stream(const fs::path& file, std::uint64_t offset, std::uint64_t expected, const fs::path& shown) {
+// Inflates a zlib or gzip stream (several gzip members too, unless `one_stream`: MetaIO reads
+// the first only and pads the rest) from `offset` of `file`, and fails unless it holds at least
+// `expected` bytes and ends cleanly.
+void check_compressed_stream(const fs::path& file, std::uint64_t offset, std::uint64_t expected, const fs::path& shown,
+                             bool one_stream) {
   std::ifstream in(file, std::ios::binary);
   if (!in) fail(ErrorKind::Io, fmt::format("cannot open {}", quoted(file)));
   in.seekg(std::streamoff(offset));
@@ -60,6 +62,12 @@ void check_compressed_stream(const fs::path& file, std::uint64_t offset, std::ui
       if (status == Z_STREAM_END) {
         // Another gzip member may follow (parallel gzip writers make several).
         if (z.avail_in > 0 && produced < expected) {
+          if (one_stream) {
+            inflateEnd(&z);
+            fail(ErrorKind::Unsupported, fmt::format("{} holds its voxels as several compressed streams; the MetaImage "
+                                                     "reader reads the first only ({} of {} bytes)",
+                                                     quoted(shown), produced, expected));
+          }
           inflateReset(&z);
           continue;
         }
@@ -183,6 +191,7 @@ DataLayout metaimage_layout(const fs::path& path) {
   const bool local = lower_case(data) == "local";
   layout.file = local ? path : path.parent_path() / data;
   layout.encoding = lower_case(field("compresseddata")) == "true" ? DataLayout::Encoding::Compressed : DataLayout::Encoding::Plain;
+  layout.one_stream = true;
   layout.offset = local ? h.data_offset : 0;
   const std::string header_size = field("headersize");
   if (!local && !header_size.empty()) {
@@ -230,7 +239,9 @@ void check_data(const DataLayout& layout, std::uint64_t expected, const fs::path
     if (layout.encoding == DataLayout::Encoding::Plain && !ec && size < expected) check_plain_data(layout.file, 0, expected, path);
     return;
   }
-  if (layout.encoding == DataLayout::Encoding::Compressed) check_compressed_stream(layout.file, layout.offset, expected, path);
+  if (layout.encoding == DataLayout::Encoding::Compressed) {
+    check_compressed_stream(layout.file, layout.offset, expected, path, layout.one_stream);
+  }
   else check_plain_data(layout.file, layout.offset, expected, path);
 }
 

@@ -126,6 +126,14 @@ void check_output(const fs::path& given, const ImageInfo& source, const Dims& di
                                              ".nii.gz, .nrrd, .mha, .tif or a DICOM folder",
                                              dims.nz));
   }
+  if (options.compress) {
+    const std::string name = lower_name(path);
+    if (!(name.ends_with(".nrrd") || name.ends_with(".mha"))) {
+      fail(ErrorKind::Unsupported, fmt::format("compressed output is written as .nrrd or .mha (data in the header's "
+                                               "file), or .nii.gz; not {}",
+                                               quoted(path.filename())));
+    }
+  }
   if (format == Format::Dicom && dims.nz > 1) {
     fail(ErrorKind::Unsupported, fmt::format("a .dcm file holds one slice, but the volume has {}; give a folder "
                                              "name (no extension) to write a DICOM series",
@@ -195,7 +203,7 @@ WriteResult write_image(const Volume& volume, const ImageInfo& source, const fs:
       break;
     default:
       result.clamped_voxels =
-          detail::write_itk(volume, result.pixel_type, format, staged.path(), options.compression_level, result.stages);
+          detail::write_itk(volume, result.pixel_type, format, staged.path(), options, result.stages);
       break;
   }
   clock.lap();

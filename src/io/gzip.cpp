@@ -9,21 +9,17 @@
 #include <fmt/format.h>
 
 #include <libdeflate.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <fstream>
 
 namespace ctd::io::detail {
 
-void gzip_file(const fs::path& source, const fs::path& destination, int level) {
+std::string gzip_members(const char* data, std::size_t size, int level) {
   if (level < 1 || level > 12) {
     fail(ErrorKind::InvalidArgument, fmt::format("the compression level must be 1 (fastest) to 12 (smallest), got {}", level));
   }
-  std::ifstream in(source, std::ios::binary);
-  const std::uint64_t size = fs::file_size(source);
-  std::vector<char> data(size);
-  if (!in.read(data.data(), std::streamsize(size))) fail(ErrorKind::Io, fmt::format("cannot read back {}", quoted(source)));
-
   constexpr std::uint64_t kChunk = 4 << 20;
   const std::int64_t chunks = std::int64_t((size + kChunk - 1) / kChunk);
   std::vector<std::vector<char>> members(std::size_t(std::max<std::int64_t>(chunks, 1)));
@@ -36,18 +32,32 @@ void gzip_file(const fs::path& source, const fs::path& destination, int level) {
       return;
     }
     for (std::int64_t c = begin; c < end; ++c) {
-      const std::uint64_t offset = std::uint64_t(c) * kChunk, length = std::min(kChunk, size - std::min(size, offset));
+      const std::uint64_t offset = std::uint64_t(c) * kChunk, length = std::min<std::uint64_t>(kChunk, size - std::min<std::uint64_t>(size, offset));
       auto& member = members[std::size_t(c)];
       member.resize(libdeflate_gzip_compress_bound(compressor, length));
-      const std::size_t written = libdeflate_gzip_compress(compressor, data.data() + offset, length, member.data(), member.size());
+      const std::size_t written = libdeflate_gzip_compress(compressor, data + offset, length, member.data(), member.size());
       if (written == 0) failed = true;
       member.resize(written);
     }
     libdeflate_free_compressor(compressor);
   });
   if (failed) fail(ErrorKind::OutOfMemory, "gzip: cannot compress (libdeflate)");
+  std::string out;
+  std::size_t total = 0;
+  for (const auto& member : members) total += member.size();
+  out.reserve(total);
+  for (const auto& member : members) out.append(member.data(), member.size());
+  return out;
+}
+
+void gzip_file(const fs::path& source, const fs::path& destination, int level) {
+  std::ifstream in(source, std::ios::binary);
+  const std::uint64_t size = fs::file_size(source);
+  std::vector<char> data(size);
+  if (!in.read(data.data(), std::streamsize(size))) fail(ErrorKind::Io, fmt::format("cannot read back {}", quoted(source)));
+  const std::string members = gzip_members(data.data(), data.size(), level);
   std::ofstream out(destination, std::ios::binary | std::ios::trunc);
-  for (const auto& member : members) out.write(member.data(), std::streamsize(member.size()));
+  out.write(members.data(), std::streamsize(members.size()));
   if (!out.flush()) fail(ErrorKind::Io, fmt::format("cannot write {}", quoted(destination.filename())));
 }
 
@@ -78,6 +88,58 @@ std::vector<char> gunzip_file(const fs::path& source, std::size_t size_hint) {
     fail(ErrorKind::Io, fmt::format("cannot read {}: the gzip data is truncated or corrupt", quoted(source)));
   }
   out.resize(out_at);
+  return out;
+}
+
+std::string zlib_stream(const char* data, std::size_t size, int level) {
+  if (level < 1 || level > 12) {
+    fail(ErrorKind::InvalidArgument, fmt::format("the compression level must be 1 (fastest) to 12 (smallest), got {}", level));
+  }
+  // Chunks of 4 MiB, each deflated by a stream of its own that ends on a byte boundary (a full
+  // flush: no reference back into the chunk before), all but the last without the final-block
+  // bit. Laid end to end they are one deflate stream (the way pigz makes one); the chunks'
+  // checksums are combined. (libdeflate, faster, ends every stream with a final block.)
+  constexpr std::size_t kChunk = 4 << 20;
+  const std::size_t chunks = std::max<std::size_t>(1, (size + kChunk - 1) / kChunk);
+  struct Piece {
+    std::string bytes;
+    uLong check = 0;  // adler32 of the chunk
+    uLong length = 0;
+  };
+  std::vector<Piece> pieces(chunks);
+  cpu::for_each_piece(std::int64_t(chunks), 1, 0, [&](std::int64_t c, std::int64_t, std::int64_t) {
+    Piece& piece = pieces[std::size_t(c)];
+    const std::size_t offset = std::size_t(c) * kChunk, length = std::min(kChunk, size - std::min(size, offset));
+    const Bytef* in = reinterpret_cast<const Bytef*>(data + offset);
+    piece.length = uLong(length);
+    piece.check = adler32(adler32(0, nullptr, 0), in, uInt(length));
+    z_stream z{};
+    if (deflateInit2(&z, std::min(level, 9), Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+      fail(ErrorKind::OutOfMemory, "cannot start compressing (zlib)");
+    }
+    piece.bytes.resize(deflateBound(&z, uLong(length)) + 16);
+    z.next_in = const_cast<Bytef*>(in);
+    z.avail_in = uInt(length);
+    z.next_out = reinterpret_cast<Bytef*>(piece.bytes.data());
+    z.avail_out = uInt(piece.bytes.size());
+    const bool last = std::size_t(c) + 1 == chunks;
+    const int status = deflate(&z, last ? Z_FINISH : Z_FULL_FLUSH);
+    const bool ok = last ? status == Z_STREAM_END : status == Z_OK && z.avail_in == 0;
+    piece.bytes.resize(piece.bytes.size() - z.avail_out);
+    deflateEnd(&z);
+    if (!ok) fail(ErrorKind::Io, "cannot compress (zlib)");
+  });
+  std::string out;
+  uLong check = adler32(0, nullptr, 0);
+  std::size_t total = 0;
+  for (const Piece& piece : pieces) {
+    check = adler32_combine(check, piece.check, z_off_t(piece.length));
+    total += piece.bytes.size();
+  }
+  out.reserve(total + 32);
+  out.append("\x78\x9c", 2);  // deflate, 32 KiB window, default level
+  for (const Piece& piece : pieces) out += piece.bytes;
+  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(char((check >> shift) & 0xff));  // big-endian
   return out;
 }
 

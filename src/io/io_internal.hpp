@@ -81,6 +81,7 @@ struct DataLayout {
   bool at_end = false;          // MetaImage HeaderSize -1: the voxels end the file
   Encoding encoding = Encoding::Plain;
   std::optional<ByteOrder> byte_order;  // NRRD leaves it out for one-byte types
+  bool one_stream = false;              // compressed MetaImage: MetaIO reads one zlib/gzip stream only
 };
 DataLayout metaimage_layout(const fs::path& header);
 DataLayout nrrd_layout(const fs::path& header);
@@ -114,16 +115,21 @@ Image read_raw(const fs::path& path, const RawLayout& layout, const ReadOptions&
 
 // Writers convert to `type` (rounded, clamped) and return how many voxels were clamped.
 // write_itk and write_raw add their stages ("convert", "write", "compress") to `stages`.
-std::int64_t write_itk(const Volume& volume, PixelType type, Format format, const fs::path& path, int compression_level,
-                       StageTimes& stages);
+std::int64_t write_itk(const Volume& volume, PixelType type, Format format, const fs::path& path,
+                       const WriteOptions& options, StageTimes& stages);
 std::int64_t write_dicom(const Volume& volume, const ImageInfo& source, PixelType type, const fs::path& path,
                          const WriteOptions& options);
 std::int64_t write_raw(const Volume& volume, PixelType type, ByteOrder order, const fs::path& path, StageTimes& stages);
-// Compresses `source` into `destination` as gzip members of 4 MiB, on all cores (level 1-12).
+// Compresses `source` into `destination` as gzip_members.
 void gzip_file(const fs::path& source, const fs::path& destination, int level);
 // The whole content of a gzip file (every member); Io when it is truncated or corrupt. size_hint:
 // the expected size, if known.
 std::vector<char> gunzip_file(const fs::path& source, std::size_t size_hint);
+// `data` as gzip members of 4 MiB, compressed on all cores with libdeflate (level 1-12).
+std::string gzip_members(const char* data, std::size_t size, int level);
+// `data` as one zlib stream (MetaIO reads no more than one), deflated on all cores with zlib at
+// `level` (1-12, capped at zlib's 9).
+std::string zlib_stream(const char* data, std::size_t size, int level);
 
 // Seconds since the last lap (or since construction), for StageTimes.
 class StageClock {

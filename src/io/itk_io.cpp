@@ -30,6 +30,7 @@
 #include <cctype>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <mutex>
 #include <optional>
 
@@ -331,8 +332,45 @@ std::int64_t write_typed(const Volume& volume, const fs::path& path, StageTimes&
 
 }  // namespace
 
-std::int64_t write_itk(const Volume& volume, PixelType type, Format format, const fs::path& path, int compression_level,
-                       StageTimes& stages) {
+namespace {
+
+// An attached NRRD or MetaImage header and its plain voxels, rewritten with the voxels
+// compressed on all cores (ITK would compress them on one): gzip members for NRRD ("encoding:
+// gzip"; the NRRD library reads every member), one zlib stream for MetaImage ("CompressedData =
+// True"; MetaIO reads one stream only).
+void compress_attached_data(const fs::path& path, Format format, int level) {
+  std::ifstream in(path, std::ios::binary);
+  const std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const bool nrrd = format == Format::Nrrd;
+  const std::string end_of_header = nrrd ? "\n\n" : "ElementDataFile = LOCAL\n";
+  const std::size_t at = file.find(end_of_header);
+  if (at == std::string::npos) fail(ErrorKind::Io, fmt::format("cannot compress {}: its header has no end", quoted(path.filename())));
+  std::string header = file.substr(0, at + end_of_header.size());
+  const std::size_t data_at = header.size();
+  const std::string data = nrrd ? gzip_members(file.data() + data_at, file.size() - data_at, level)
+                                : zlib_stream(file.data() + data_at, file.size() - data_at, level);
+  auto replace = [&](const std::string& from, const std::string& to) {
+    const std::size_t where = header.find(from);
+    if (where == std::string::npos) fail(ErrorKind::Io, fmt::format("cannot compress {}: no '{}' line", quoted(path.filename()), from));
+    header.replace(where, from.size(), to);
+  };
+  if (nrrd) {
+    replace("encoding: raw\n", "encoding: gzip\n");
+  } else {
+    replace("CompressedData = False\n", "CompressedData = True\n");
+    replace("ElementDataFile = LOCAL\n", fmt::format("CompressedDataSize = {}\nElementDataFile = LOCAL\n", data.size()));
+  }
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out.write(header.data(), std::streamsize(header.size())) || !out.write(data.data(), std::streamsize(data.size())) ||
+      !out.flush()) {
+    fail(ErrorKind::Io, fmt::format("cannot write {}", quoted(path.filename())));
+  }
+}
+
+}  // namespace
+
+std::int64_t write_itk(const Volume& volume, PixelType type, Format format, const fs::path& path,
+                       const WriteOptions& options, StageTimes& stages) {
   // PNG is 2D only, and a single-slice TIFF reads back best as a plain 2D page.
   const bool flat = volume.dims().nz == 1 && (format == Format::Png || format == Format::Tiff);
   // nifticlib compresses .nii.gz on one core with zlib: ITK writes .nii, compressed here on all.
@@ -345,8 +383,13 @@ std::int64_t write_itk(const Volume& volume, PixelType type, Format format, cons
     });
     if (gzipped_nifti) {
       StageClock clock;
-      gzip_file(written, path, compression_level);
+      gzip_file(written, path, options.compression_level);
       fs::remove(written);
+      stages.emplace_back("compress", clock.lap());
+    }
+    if (options.compress && (format == Format::Nrrd || format == Format::MetaImage)) {
+      StageClock clock;
+      compress_attached_data(path, format, options.compression_level);
       stages.emplace_back("compress", clock.lap());
     }
     return clamped;

@@ -53,6 +53,18 @@ def test_write_without_metadata_keeps_the_arrays_dtype(tmp_path, rng):
     np.testing.assert_array_equal(ctdenoise.read(tmp_path / "b.nrrd")[0], back)
 
 
+@pytest.mark.parametrize("suffix", [".nrrd", ".mha"])
+def test_compressed_nrrd_and_metaimage_read_back_as_written(tmp_path, rng, suffix):
+    image = np.round(structured(rng, (9, 11, 13)) * 40).astype(np.int16)  # also values beyond +-1000
+    written = ctdenoise.write(tmp_path / f"c{suffix}", image, compress=True)
+    assert "compress" in written["stages_s"]
+    header = (tmp_path / f"c{suffix}").read_bytes()[:400]
+    assert (b"encoding: gzip" if suffix == ".nrrd" else b"CompressedData = True") in header
+    np.testing.assert_array_equal(ctdenoise.read(tmp_path / f"c{suffix}")[0], image.astype(np.float32))
+    with pytest.raises(Exception, match="compressed output"):
+        ctdenoise.write(tmp_path / "c.nii", image, compress=True)
+
+
 def test_existing_outputs_are_kept_unless_overwrite(tmp_path, rng):
     image = structured(rng, (4, 6, 8))
     path = tmp_path / "x.nii"
