@@ -189,7 +189,9 @@ void probe_dicom_in_child(const fs::path& path) {
 
 // Each file of a sorted series into its slice of `volume` (sized by the series reader), on all
 // cores, with the file's attributes in `slices`. ITK errors (a file that no longer decodes) come
-// out as they are; a slice of another size is an Io error.
+// out as they are; a slice of another size is an Io error. Reading keeps no global state but one
+// flag of GDCM's (rescale slope and intercept forced on), which the header read before already
+// set to the value every reader sets (writing is not so: see write_slices).
 void read_slices(const std::vector<std::string>& files, Volume& volume, std::vector<itk::MetaDataDictionary>& slices) {
   const Dims d = volume.dims();
   if (std::int64_t(files.size()) != d.nz) {
@@ -346,14 +348,13 @@ std::int64_t write_slices(const Volume& volume, const ImageInfo& source, const f
   const double* m = g.direction.data();
   const double row[3] = {m[0], m[3], m[6]}, col[3] = {m[1], m[4], m[7]}, slice[3] = {m[2], m[5], m[8]};
 
+  // One slice after the other: ITK's DICOM writer sets GDCM's global strings (UID root,
+  // implementation class, application title) on every write, so writers on several threads
+  // corrupt them (seen: an abort on the 16-core machine).
   using SliceImage = itk::Image<T, 2>;
+  std::int64_t clamped = 0;
   const std::int64_t plane = d.nx * d.ny;
-  // The slices are encoded and written on all cores, each by a writer of its own (GDCM writes
-  // one file at a time); their UIDs are made here first, in slice order.
-  std::vector<std::string> instance_uids(std::size_t(d.nz));
-  for (std::string& uid : instance_uids) uid = uids.Generate();
-  std::vector<std::int64_t> clamped(std::size_t(d.nz), 0);
-  cpu::for_each_piece(d.nz, 1, std::min(16, cpu::hardware_threads()), [&](std::int64_t z, std::int64_t, std::int64_t) {
+  for (std::int64_t z = 0; z < d.nz; ++z) {
     itk::MetaDataDictionary dict = inputs.size() == std::size_t(d.nz) ? inputs[std::size_t(z)] : first;
     for (const auto& key : dict.GetKeys()) {
       if (describes_encoding(key)) dict.Erase(key);
@@ -362,7 +363,7 @@ std::int64_t write_slices(const Volume& volume, const ImageInfo& source, const f
     for (int i = 0; i < 3; ++i) position[i] = g.origin[i] + double(z) * g.spacing[2] * slice[i];
     set(dict, "0008|0008", "DERIVED\\SECONDARY");
     set(dict, "0008|0016", sop_class);
-    set(dict, "0008|0018", instance_uids[std::size_t(z)]);
+    set(dict, "0008|0018", uids.Generate());
     set(dict, "0008|103e", description);
     set(dict, "0008|2111", options.description.substr(0, 1024));
     set(dict, "0020|000d", study_uid);
@@ -393,7 +394,7 @@ std::int64_t write_slices(const Volume& volume, const ImageInfo& source, const f
     image->Allocate();
     Volume one_slice({d.nx, d.ny, 1});
     std::memcpy(one_slice.data(), volume.data() + z * plane, sizeof(float) * std::size_t(plane));
-    clamped[std::size_t(z)] = convert_voxels(one_slice, image->GetBufferPointer());
+    clamped += convert_voxels(one_slice, image->GetBufferPointer());
     image->SetMetaDataDictionary(dict);
 
     auto gdcm_io = itk::GDCMImageIO::New();
@@ -404,10 +405,8 @@ std::int64_t write_slices(const Volume& volume, const ImageInfo& source, const f
     writer->SetInput(image);
     writer->SetFileName((series ? path / fmt::format("IM{:05d}.dcm", z + 1) : path).c_str());
     writer->Update();
-  });
-  std::int64_t total = 0;
-  for (std::int64_t c : clamped) total += c;
-  return total;
+  }
+  return clamped;
 }
 
 }  // namespace

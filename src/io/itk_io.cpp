@@ -30,7 +30,6 @@
 #include <cctype>
 #include <cstring>
 #include <fstream>
-#include <iterator>
 #include <mutex>
 #include <optional>
 
@@ -340,7 +339,8 @@ namespace {
 // True"; MetaIO reads one stream only).
 void compress_attached_data(const fs::path& path, Format format, int level) {
   std::ifstream in(path, std::ios::binary);
-  const std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string file(fs::file_size(path), '\0');
+  if (!in.read(file.data(), std::streamsize(file.size()))) fail(ErrorKind::Io, fmt::format("cannot read back {}", quoted(path.filename())));
   const bool nrrd = format == Format::Nrrd;
   const std::string end_of_header = nrrd ? "\n\n" : "ElementDataFile = LOCAL\n";
   const std::size_t at = file.find(end_of_header);
