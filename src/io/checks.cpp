@@ -368,13 +368,26 @@ std::vector<char> nifti_file_bytes(const fs::path& path, std::uint64_t voxel_byt
   return bytes;
 }
 
-void check_nifti_data(const fs::path& path, const std::vector<char>& bytes, bool float32, bool float64,
-                      std::uint64_t voxel_bytes) {
+void check_nifti_data(const fs::path& path, const std::vector<char>& bytes, std::uint64_t voxel_count) {
   if (bytes.size() < 348) fail(ErrorKind::Io, fmt::format("cannot read {}: truncated or corrupt file", quoted(path)));
   // vox_offset: a float at byte 108 (NIfTI-1, 348-byte header) or an int64 at byte 168 (NIfTI-2).
   const NiftiBytes h(reinterpret_cast<const unsigned char*>(bytes.data()));
   const std::int32_t header_size = h.load<std::int32_t>(0);
-  const double offset = header_size == 540 && bytes.size() >= 540 ? double(h.load<std::int64_t>(168)) : double(h.load<float>(108));
+  const bool nifti2 = header_size == 540 && bytes.size() >= 540;
+  const double offset = nifti2 ? double(h.load<std::int64_t>(168)) : double(h.load<float>(108));
+  // The voxels as stored (the library reports scaled ones, e.g. int16 with scl_slope 0.5, as
+  // float32): the datatype's size, else bitpix.
+  const std::int16_t datatype = h.load<std::int16_t>(nifti2 ? 12 : 70), bitpix = h.load<std::int16_t>(nifti2 ? 14 : 72);
+  std::uint64_t stored_size = bitpix > 0 ? std::uint64_t(bitpix) / 8 : 0;
+  switch (datatype) {
+    case 2: case 256: stored_size = 1; break;
+    case 4: case 512: stored_size = 2; break;
+    case 8: case 16: case 768: stored_size = 4; break;
+    case 64: case 1024: case 1280: stored_size = 8; break;
+    default: break;
+  }
+  const std::uint64_t voxel_bytes = voxel_count * stored_size;
+  const bool float32 = datatype == 16, float64 = datatype == 64;
   const auto start = static_cast<std::uint64_t>(std::max(offset, double(header_size)));
   if (bytes.size() < start + voxel_bytes) {
     fail(ErrorKind::Io, fmt::format("{} is truncated: its voxel data needs {} bytes, the file holds {}", quoted(path),
@@ -393,6 +406,31 @@ void check_nifti_data(const fs::path& path, const std::vector<char>& bytes, bool
     fail(ErrorKind::InvalidArgument,
          fmt::format("{} has {} NaN or infinite voxel(s); replace them before filtering", quoted(path), bad));
   }
+}
+
+std::optional<NiftiVoxels> nifti_plain_voxels(const std::vector<char>& bytes) {
+  if (bytes.size() < 348) return std::nullopt;
+  std::int32_t header_size = 0;
+  std::memcpy(&header_size, bytes.data(), 4);
+  if (header_size != 348) return std::nullopt;  // NIfTI-2 or the other byte order: the library's
+  const NiftiBytes h(reinterpret_cast<const unsigned char*>(bytes.data()));
+  const float slope = h.load<float>(112), intercept = h.load<float>(116);
+  if (!((slope == 0 || slope == 1) && intercept == 0)) return std::nullopt;  // scaled: the library's
+  std::optional<PixelType> type;
+  switch (h.load<std::int16_t>(70)) {
+    case 2: type = PixelType::UInt8; break;
+    case 4: type = PixelType::Int16; break;
+    case 8: type = PixelType::Int32; break;
+    case 16: type = PixelType::Float32; break;
+    case 64: type = PixelType::Float64; break;
+    case 256: type = PixelType::Int8; break;
+    case 512: type = PixelType::UInt16; break;
+    case 768: type = PixelType::UInt32; break;
+    default: return std::nullopt;
+  }
+  const auto offset = static_cast<std::uint64_t>(std::max(double(h.load<float>(108)), 348.0));
+  if (offset % size_of(*type) != 0) return std::nullopt;  // not aligned for the type
+  return NiftiVoxels{offset, *type};
 }
 
 void check_nifti_header(const fs::path& path) {

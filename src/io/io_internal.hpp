@@ -64,12 +64,19 @@ void check_header(const fs::path& path, const std::vector<std::uint64_t>& extent
 // The raw NIfTI header (the library repairs negative dimensions and zero spacing silently).
 void check_nifti_header(const fs::path& path);
 // ITK's NIfTI reader accepts voxel data cut short and turns NaN and infinite floats into 0: the
-// file is read once more to check its length and (float32/float64 voxels) its values.
-// `bytes`: the whole file, inflated (nifti_file_bytes).
-void check_nifti_data(const fs::path& path, const std::vector<char>& bytes, bool float32, bool float64,
-                      std::uint64_t voxel_bytes);
+// file is read once more to check its length (voxel_count voxels of the stored datatype) and
+// (float32/float64 voxels) its values. `bytes`: the whole file, inflated (nifti_file_bytes).
+void check_nifti_data(const fs::path& path, const std::vector<char>& bytes, std::uint64_t voxel_count);
 // The whole NIfTI file, inflated when it is gzip-compressed; Io when it is truncated or corrupt.
 std::vector<char> nifti_file_bytes(const fs::path& path, std::uint64_t voxel_bytes);
+// Where the voxels of a NIfTI-1 file's bytes (nifti_file_bytes) lie, when they can be taken as
+// they are: the machine's byte order, no scaling, a plain scalar type, aligned for it. Otherwise
+// nullopt: the library reads them.
+struct NiftiVoxels {
+  std::uint64_t offset;
+  PixelType type;
+};
+std::optional<NiftiVoxels> nifti_plain_voxels(const std::vector<char>& bytes);
 // The declared voxel bytes are all there (uncompressed: the file is long enough; compressed: the
 // stream inflates to them and ends cleanly).
 // Where a MetaImage's or NRRD's voxels are, as its header says. `file` is empty where the

@@ -163,4 +163,52 @@ TEST(PlainLayouts, DataEndingEarlyIsAnErrorNotAPartialImage) {
   }
 }
 
+// A NIfTI-1 file written here byte by byte: 348-byte header, 4 bytes of extension flag, padding
+// up to vox_offset, the voxels.
+template <class T>
+std::string nifti_file(ctd::Dims d, std::int16_t datatype, const std::vector<T>& values, bool big_endian,
+                       float vox_offset = 352, float slope = 0, float intercept = 0) {
+  std::string h(std::size_t(vox_offset), '\0');
+  auto put = [&](std::size_t at, auto value) {
+    char b[sizeof value];
+    std::memcpy(b, &value, sizeof value);
+    if (big_endian != (std::endian::native == std::endian::big)) std::reverse(b, b + sizeof value);
+    std::memcpy(h.data() + at, b, sizeof value);
+  };
+  put(0, std::int32_t(348));
+  const std::int16_t dims[8] = {3, std::int16_t(d.nx), std::int16_t(d.ny), std::int16_t(d.nz), 1, 1, 1, 1};
+  for (int i = 0; i < 8; ++i) put(40 + 2 * std::size_t(i), dims[i]);
+  put(70, datatype);
+  put(72, std::int16_t(8 * sizeof(T)));
+  const float pixdim[8] = {1, 0.5f, 0.75f, 2.5f, 1, 1, 1, 1};
+  for (int i = 0; i < 8; ++i) put(76 + 4 * std::size_t(i), pixdim[i]);
+  put(108, vox_offset);
+  put(112, slope);
+  put(116, intercept);
+  std::memcpy(h.data() + 344, "n+1", 4);
+  return h + bytes_of(values, big_endian);
+}
+
+TEST(PlainLayouts, NiftiAsStoredOrScaledOrSwapped) {
+  TempDir dir;
+  const ctd::Dims d{9, 7, 5};
+  const auto i16 = random_values<std::int16_t>(std::size_t(d.count()), 9);
+  write_file(dir / "plain.nii", nifti_file(d, 4, i16, false));
+  expect_values(dir / "plain.nii", i16, d, "int16 as stored");
+  write_file(dir / "big.nii", nifti_file(d, 4, i16, true));
+  expect_values(dir / "big.nii", i16, d, "int16, the other byte order");
+  const auto f32 = random_values<float>(std::size_t(d.count()), 10);
+  write_file(dir / "float.nii", nifti_file(d, 16, f32, false, 368));
+  expect_values(dir / "float.nii", f32, d, "float32, voxels from byte 368");
+  const auto u16 = random_values<std::uint16_t>(std::size_t(d.count()), 11);
+  write_file(dir / "odd.nii", nifti_file(d, 512, u16, false, 353));
+  expect_values(dir / "odd.nii", u16, d, "uint16 from an odd byte");
+
+  // Scaled: the values are slope x stored + intercept (read as float by the library).
+  write_file(dir / "scaled.nii", nifti_file(d, 4, i16, false, 352, 0.5f, -10));
+  std::vector<double> scaled(i16.size());
+  for (std::size_t i = 0; i < i16.size(); ++i) scaled[i] = 0.5 * i16[i] - 10;
+  expect_values(dir / "scaled.nii", scaled, d, "int16 scaled");
+}
+
 }  // namespace
