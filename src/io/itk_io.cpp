@@ -286,10 +286,7 @@ Image read_itk(const fs::path& original_path, const ReadOptions& options) {
       reader->SetFileName(read_path.c_str());
       if (nifti_voxels) {
         reader->UpdateOutputInformation();
-        Volume volume = empty_volume(*reader->GetOutput());
-        if (nifti_bytes.size() < nifti_voxels->offset + std::uint64_t(volume.size()) * sizeof(T)) {
-          fail(ErrorKind::Io, fmt::format("{} is truncated", quoted(original_path)));  // checked above; kept for safety
-        }
+        Volume volume = empty_volume(*reader->GetOutput());  // its length checked by check_nifti_data
         voxels_to_float(reinterpret_cast<const T*>(nifti_bytes.data() + nifti_voxels->offset), volume.size(), volume.data());
         image.info.stages.emplace_back("file", clock.lap());  // inflated, then converted on all cores
         return volume;
