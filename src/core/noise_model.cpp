@@ -15,6 +15,7 @@
 #include <future>
 #include <limits>
 #include <random>
+#include <span>
 
 namespace ctd {
 namespace {
@@ -147,18 +148,20 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
           hood[std::size_t((s * hood_w + y) * hood_w + x)] = v;
         }
   };
-  // Sum of D^2 over the block's voxels along lag g, and how many were not NaN.
-  auto block_sum = [&](const std::vector<double>& hood, const Lag& g, double& sum, i64& count) {
-    const i64 step = (i64(g.dz) * hood_w + g.dy) * hood_w + g.dx;
+  // Sum of D^2 over the block's voxels along the given lags (voxel by voxel, every lag at each),
+  // and how many were not NaN.
+  auto block_sum = [&](const std::vector<double>& hood, std::span<const Lag> along, double& sum, i64& count) {
     for (i64 y = 0; y < kBlock; ++y) {
       const double* row = hood.data() + (m.radius_z * hood_w + outer + y) * hood_w + outer;
-      for (i64 x = 0; x < kBlock; ++x) {
-        const double v = row[x - step] - 2.0 * row[x] + row[x + step];
-        if (!std::isnan(v)) {
-          sum += v * v;
-          ++count;
+      for (i64 x = 0; x < kBlock; ++x)
+        for (const Lag& g : along) {
+          const i64 step = (i64(g.dz) * hood_w + g.dy) * hood_w + g.dx;
+          const double v = row[x - step] - 2.0 * row[x] + row[x + step];
+          if (!std::isnan(v)) {
+            sum += v * v;
+            ++count;
+          }
         }
-      }
     }
   };
 
@@ -194,18 +197,7 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
       load_neighbourhood(k.x, k.y, k.z, hood);
       double sum = 0;
       i64 count = 0;
-      for (i64 y = 0; y < kBlock; ++y) {
-        const double* row = hood.data() + (m.radius_z * hood_w + outer + y) * hood_w + outer;
-        for (i64 x = 0; x < kBlock; ++x)
-          for (const Lag& g : shell_lags) {
-            const i64 step = i64(g.dy) * hood_w + g.dx;
-            const double v = row[x - step] - 2.0 * row[x] + row[x + step];
-            if (!std::isnan(v)) {
-              sum += v * v;
-              ++count;
-            }
-          }
-      }
+      block_sum(hood, shell_lags, sum, count);
       // Blocks with over a quarter of their differences missing (padding, borders) are not judged.
       if (count * 4 >= 3 * bx * by * i64(shell_lags.size()) && sum > 0) activity[std::size_t(b)] = std::log(sum / double(count));
     }
@@ -267,7 +259,7 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
         for (std::size_t l = 0; l < lags.size(); ++l) {
           double sum = 0;
           i64 count = 0;
-          block_sum(hood, lags[l], sum, count);
+          block_sum(hood, std::span<const Lag>(&lags[l], 1), sum, count);
           sums[l] += sum;
           counts[l] += count;
         }

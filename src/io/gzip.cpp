@@ -15,11 +15,18 @@
 #include <fstream>
 
 namespace ctd::io::detail {
+namespace {
 
-std::string gzip_members(const char* data, std::size_t size, int level) {
+void check_level(int level) {
   if (level < 1 || level > 12) {
     fail(ErrorKind::InvalidArgument, fmt::format("the compression level must be 1 (fastest) to 12 (smallest), got {}", level));
   }
+}
+
+}  // namespace
+
+std::string gzip_members(const char* data, std::size_t size, int level) {
+  check_level(level);
   constexpr std::uint64_t kChunk = 4 << 20;
   const std::int64_t chunks = std::int64_t((size + kChunk - 1) / kChunk);
   std::vector<std::vector<char>> members(std::size_t(std::max<std::int64_t>(chunks, 1)));
@@ -92,9 +99,7 @@ std::vector<char> gunzip_file(const fs::path& source, std::size_t size_hint) {
 }
 
 std::string zlib_stream(const char* data, std::size_t size, int level) {
-  if (level < 1 || level > 12) {
-    fail(ErrorKind::InvalidArgument, fmt::format("the compression level must be 1 (fastest) to 12 (smallest), got {}", level));
-  }
+  check_level(level);
   // Chunks of 4 MiB, each deflated by a stream of its own that ends on a byte boundary (a full
   // flush: no reference back into the chunk before), all but the last without the final-block
   // bit. Laid end to end they are one deflate stream (the way pigz makes one); the chunks'

@@ -12,6 +12,7 @@
 #include "cpu/thread_pool.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <atomic>
 #include <chrono>
 #include <cctype>
@@ -94,6 +95,14 @@ DataLayout metaimage_layout(const fs::path& header);
 DataLayout nrrd_layout(const fs::path& header);
 // Fails unless the data the layout names holds `expected_bytes` (inflated, when compressed).
 void check_data(const DataLayout& layout, std::uint64_t expected_bytes, const fs::path& shown);
+
+// Whether values stored in `order` must be byte-swapped on this machine, and the swap of
+// `count` values of `width` bytes in place.
+inline bool needs_swap(ByteOrder order) { return (order == ByteOrder::Big) != (std::endian::native == std::endian::big); }
+inline void swap_bytes(char* data, std::size_t count, std::size_t width) {
+  if (width == 1) return;
+  for (std::size_t i = 0; i < count; ++i) std::reverse(data + i * width, data + (i + 1) * width);
+}
 
 // Reads `count` voxels of `type`, stored uncompressed from `offset` of `file`, as float: in
 // pieces on all cores, each read and converted by one thread (disks and the page cache give

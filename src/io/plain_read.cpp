@@ -7,8 +7,6 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <array>
-#include <bit>
 #include <cerrno>
 #include <cstring>
 
@@ -22,7 +20,7 @@ void read_plain_voxels(const fs::path& file, std::uint64_t offset, PixelType typ
     int fd;
     ~Closer() { ::close(fd); }
   } closer{fd};
-  const bool swap = (order == ByteOrder::Big) != (std::endian::native == std::endian::big);
+  const bool swap = needs_swap(order);
   with_pixel_type(type, [&](auto t) {
     using T = decltype(t);
     constexpr std::int64_t kPieceBytes = std::int64_t(8) << 20;
@@ -43,17 +41,8 @@ void read_plain_voxels(const fs::path& file, std::uint64_t offset, PixelType typ
         }
         got += std::size_t(n);
       }
-      for (std::int64_t i = 0; i < end - begin; ++i) {
-        T v = buffer[std::size_t(i)];
-        if constexpr (sizeof(T) > 1) {
-          if (swap) {
-            auto raw = std::bit_cast<std::array<unsigned char, sizeof(T)>>(v);
-            std::reverse(raw.begin(), raw.end());
-            v = std::bit_cast<T>(raw);
-          }
-        }
-        out[begin + i] = static_cast<float>(v);
-      }
+      if (swap) swap_bytes(bytes, std::size_t(end - begin), sizeof(T));
+      for (std::int64_t i = 0; i < end - begin; ++i) out[begin + i] = static_cast<float>(buffer[std::size_t(i)]);
     });
   });
 }

@@ -9,18 +9,6 @@
 #include <fstream>
 
 namespace ctd::io::detail {
-namespace {
-
-bool needs_swap(ByteOrder order) {
-  return (order == ByteOrder::Big) != (std::endian::native == std::endian::big);
-}
-
-void swap_bytes(char* data, std::size_t count, std::size_t width) {
-  if (width == 1) return;
-  for (std::size_t i = 0; i < count; ++i) std::reverse(data + i * width, data + (i + 1) * width);
-}
-
-}  // namespace
 
 Image read_raw(const fs::path& path, const RawLayout& layout, const ReadOptions& options) {
   const Dims& d = layout.dims;
