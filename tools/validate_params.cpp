@@ -378,6 +378,7 @@ int main(int argc, char** argv) {
                       {"auto", {{"psnr", auto_q.psnr}, {"ssim", auto_q.ssim}}},
                       {"best", {{"psnr", best_q.psnr}, {"ssim", best_q.ssim}}},
                       {"noise_share", choice.noise_share},
+                      {"risk_level", std::sqrt(choice.noisy_mse)},  // the noise sigma the risk was estimated for
                       {"auto_seconds", choice.seconds}};
             if (oracle_too) c["oracle"] = oracle_json;
             cases.push_back(c);
