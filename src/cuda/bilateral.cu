@@ -17,6 +17,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <map>
+#include <mutex>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -29,6 +31,36 @@ constexpr int kMaxConstantTaps = 16384;  // tiled: the whole window in constant 
 constexpr float kLog2e = 1.4426950408889634f;
 
 __constant__ float c_spatial[kMaxConstantTaps];
+
+// c_spatial is one copy per device, shared by every stream and host thread, and a kernel reads it
+// while it runs: a call on another stream that rewrote it meanwhile would change that kernel's
+// weights (seen on the H100 with two streams while other work shared the GPU). Each tiled call
+// therefore queues on its own stream a wait for the previous tiled kernel (on whatever stream),
+// then its copy, its kernel and the mark the next call waits for. Tiled calls on different
+// streams run one after the other on the device; the host never waits.
+class ConstantTableTurn {
+ public:
+  // Call with the lock held, before the copy: the stream waits for the previous tiled kernel.
+  void wait(cudaStream_t stream, int device) {
+    cudaEvent_t& done = done_[device];
+    if (done == nullptr) {
+      CTD_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+    } else {
+      CTD_CUDA_CHECK(cudaStreamWaitEvent(stream, done, 0));
+    }
+  }
+  // After the kernel is queued, lock still held.
+  void mark(cudaStream_t stream, int device) { CTD_CUDA_CHECK(cudaEventRecord(done_[device], stream)); }
+  std::mutex mutex;
+
+ private:
+  std::map<int, cudaEvent_t> done_;  // per device ordinal; kept for the life of the process
+};
+
+ConstantTableTurn& constant_table_turn() {
+  static ConstantTableTurn* turn = new ConstantTableTurn;  // never destroyed: no CUDA calls at exit
+  return *turn;
+}
 
 struct BfParams {
   int nx, ny, nz, rx, ry, rz;
@@ -955,6 +987,13 @@ void run_bilateral(const float* d_in, float* d_out, const Dims& dims, const Bila
                    float lo, float* work, cudaStream_t stream) {
   const long long n = dims.count();
   const BfParams k = make_params(dims, params, radius);
+  std::unique_lock<std::mutex> turn_lock;  // tiled: held from the wait until the mark
+  int device = 0;
+  if (algorithm == BilateralAlgorithm::Tiled) {
+    turn_lock = std::unique_lock<std::mutex>(constant_table_turn().mutex);
+    CTD_CUDA_CHECK(cudaGetDevice(&device));
+    constant_table_turn().wait(stream, device);
+  }
   if (algorithm == BilateralAlgorithm::Naive || algorithm == BilateralAlgorithm::Tiled) {
     std::vector<float> table;
     table.reserve(std::size_t(2 * k.rx + 1) * (2 * k.ry + 1) * (2 * k.rz + 1));
@@ -980,6 +1019,8 @@ void run_bilateral(const float* d_in, float* d_out, const Dims& dims, const Bila
       const dim3 grid(unsigned((k.nx + kTiledX - 1) / kTiledX), unsigned((k.ny + kTiledY - 1) / kTiledY),
                       unsigned((k.nz + tz - 1) / tz));
       bf_tiled_kernel<<<grid, dim3(kTiledX, kTiledY), l.bytes(), stream>>>(d_in, d_out, k);
+      CTD_CUDA_CHECK_LAUNCH();
+      constant_table_turn().mark(stream, device);
       break;
     }
     case BilateralAlgorithm::Fused: {
