@@ -4,7 +4,7 @@
 # (one line per run: the command, the wall time, the report's timings and stages) and
 # $OUT/e2e-floor.json (disk read and write speed, and the PCIe bandwidth measured with CuPy).
 #   bench/e2e.sh [CLI] [WORKDIR]      then: python3 bench/e2e_table.py $OUT/e2e-*.json* > table.md
-# Cases: 512 x 512 x 548 int16 as raw, NRRD and .nii.gz, and as a 548-file DICOM series, to NRRD
+# Cases: 512 x 512 x 548 int16 as raw, NRRD and .nii.gz (ours, and one gzip stream), and as a 548-file DICOM series, to NRRD
 # (plain and --compress), .mha (--compress) and .nii.gz; 1024^3 int16 NRRD to NRRD; one 512^2 DICOM slice. NLM search radius 4, patch
 # radius 2, automatic h, --device cuda. Page cache dropped before each run where root may.
 set -uo pipefail
@@ -52,6 +52,9 @@ vol=$work/vol.raw
 make_volume 512 512 548 "$vol"
 "$C" convert "$vol" "$work/vol.nrrd" --raw-dims 512,512,548 --raw-type int16 -q --overwrite
 "$C" convert "$vol" "$work/vol.nii.gz" --raw-dims 512,512,548 --raw-type int16 -q --overwrite
+# The same as one gzip stream, as most tools write .nii.gz (ours is members inflated side by side).
+"$C" convert "$vol" "$work/vol1.nii" --raw-dims 512,512,548 --raw-type int16 -q --overwrite
+gzip -c -6 "$work/vol1.nii" > "$work/vol1.nii.gz" && rm -f "$work/vol1.nii"
 "$C" convert "$vol" "$work/series" --raw-dims 512,512,548 --raw-type int16 -q --overwrite
 python3 - "$work" <<'PY'
 import sys, shutil, os
@@ -68,10 +71,11 @@ run nrrd-to-nrrd-compressed "$work/vol.nrrd" "$work/oc.nrrd" --compress
 run nrrd-to-mha-compressed "$work/vol.nrrd" "$work/oc.mha" --compress
 rm -f "$work/oc.nrrd" "$work/oc.mha"
 run niigz-to-niigz "$work/vol.nii.gz" "$work/o.nii.gz"
+run niigz-one-stream-to-niigz "$work/vol1.nii.gz" "$work/o.nii.gz"
 run dicom-series-to-nrrd "$work/series" "$work/o.nrrd"
 run dicom-series-to-dicom-series "$work/series" "$work/oseries"
 run dicom-slice-to-dicom "$work/slice.dcm" "$work/o.dcm"
-rm -rf "$work/series" "$work/oseries" "$work/vol.nii.gz" "$work/o.nii.gz"
+rm -rf "$work/series" "$work/oseries" "$work/vol.nii.gz" "$work/vol1.nii.gz" "$work/o.nii.gz"
 
 make_volume 1024 1024 1024 "$work/big.raw"
 "$C" convert "$work/big.raw" "$work/big.nrrd" --raw-dims 1024,1024,1024 --raw-type int16 -q --overwrite

@@ -10,6 +10,7 @@
 #include <itkMetaDataDictionary.h>
 
 #include "cpu/thread_pool.hpp"
+#include "io/gzip.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -136,17 +137,6 @@ std::int64_t write_itk(const Volume& volume, PixelType type, Format format, cons
 std::int64_t write_dicom(const Volume& volume, const ImageInfo& source, PixelType type, const fs::path& path,
                          const WriteOptions& options);
 std::int64_t write_raw(const Volume& volume, PixelType type, ByteOrder order, const fs::path& path, StageTimes& stages);
-// Compresses `source` into `destination` as gzip_members.
-void gzip_file(const fs::path& source, const fs::path& destination, int level);
-// The whole content of a gzip file (every member); Io when it is truncated or corrupt. size_hint:
-// the expected size, if known.
-std::vector<char> gunzip_file(const fs::path& source, std::size_t size_hint);
-// `data` as gzip members of 4 MiB, compressed on all cores with libdeflate (level 1-12).
-std::string gzip_members(const char* data, std::size_t size, int level);
-// `data` as one zlib stream (MetaIO reads no more than one), deflated on all cores with zlib at
-// `level` (1-12, capped at zlib's 9).
-std::string zlib_stream(const char* data, std::size_t size, int level);
-
 // Seconds since the last lap (or since construction), for StageTimes.
 class StageClock {
  public:
