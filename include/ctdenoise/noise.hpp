@@ -51,7 +51,9 @@ struct NoiseModel {
   double excluded_value = 0;         // padding left out, or NaN
   bool fell_back_to_white = false;   // the measured level was not believed (over 3 x the pseudo-residual
                                      // sigma, or still rising at the outer lags: anatomy read as noise);
-                                     // white noise of the pseudo-residual sigma instead
+                                     // white noise of the pseudo-residual sigma instead (false when
+                                     // smooth noise fitted to the first two lags replaces it:
+                                     // docs/parameters.md)
 
   // C(dx, dy, dz); 0 outside the measured lags.
   double covariance_at(int dx, int dy, int dz) const noexcept;

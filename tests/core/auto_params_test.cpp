@@ -177,6 +177,25 @@ TEST(NoiseModel, SmoothAnatomyIsNotReadAsNoise) {
   EXPECT_NEAR(m.sigma, 10, 1.5);
 }
 
+TEST(NoiseModel, SmoothNoiseUnderCoarseAnatomyKeepsItsCorrelation) {
+  // The coarse texture of SmoothAnatomyIsNotReadAsNoise under smooth noise ([1 3 1] along x and
+  // y, sigma 30) instead of white: the outer lags hold anatomy, so the model falls back, and the
+  // first two lags still show the noise's level and correlation (white noise of the
+  // pseudo-residual sigma, as before, read 15.4).
+  std::vector<double> taps(31);
+  for (int k = 0; k < 31; ++k) taps[std::size_t(k)] = std::exp(-0.5 * (k - 15) * (k - 15) / 36.0);
+  const ctd::Volume texture = smooth_field({192, 176, 1}, taps, 150, 23);
+  const ctd::Volume noise = smooth_field(texture.dims(), {1, 3, 1}, 30, 31);
+  ctd::Volume noisy = texture;
+  for (i64 i = 0; i < noisy.size(); ++i) noisy.data()[i] += noise.data()[i];
+  const ctd::NoiseModel m = ctd::estimate_noise_model(noisy.view());
+  EXPECT_FALSE(m.fell_back_to_white);
+  EXPECT_LT(m.pseudo_residual_sigma, 0.6 * m.sigma);
+  EXPECT_NEAR(m.sigma, 30, 0.12 * 30);
+  EXPECT_NEAR(m.correlation(1, 0, 0), empirical_correlation(noise, 1, 0), 0.1);
+  EXPECT_NEAR(m.correlation(0, 1, 0), empirical_correlation(noise, 0, 1), 0.1);
+}
+
 TEST(NoiseModel, AnatomyRisingWithinTheLimitIsNotCountedAsNoise) {
   // A gentle texture under white noise of sigma 30: the flattest blocks' second differences rise
   // with the lag by less than the level-off limit, so they are believed, but the rise is anatomy
