@@ -216,8 +216,8 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
   for (const Lag& g : lags) {
     if (g.dz == 0 && std::max(std::abs(g.dx), std::abs(g.dy)) == outer) shell_lags.push_back(g);
   }
-  // For the smooth-noise fallback (fit_smooth_noise): each block's activity at lag 2 and its sums
-  // of D^2 along the axes at lags 1 and 2.
+  // For the smooth-noise fallback (fit_smooth_noise), measured only when it is needed: each
+  // block's activity at lag 2 and its sums of D^2 along the axes at lags 1 and 2.
   std::vector<Lag> near_lags;
   for (const Lag& g : lags) {
     if (g.dz == 0 && std::max(std::abs(g.dx), std::abs(g.dy)) == 2) near_lags.push_back(g);
@@ -228,7 +228,6 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
     i64 lag1_count = 0, lag2_count = 0;
   };
   std::vector<double> activity(blocks.size(), std::numeric_limits<double>::quiet_NaN());
-  std::vector<NearSums> near(blocks.size());
   cpu::ThreadPool pool(cpu::hardware_threads());
   pool.parallel_for(i64(blocks.size()), [&](i64 begin, i64 end) {
     std::vector<double> hood;
@@ -240,13 +239,6 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
       block_sum(hood, shell_lags, sum, count);
       // Blocks with over a quarter of their differences missing (padding, borders) are not judged.
       if (count * 4 >= 3 * bx * by * i64(shell_lags.size()) && sum > 0) activity[std::size_t(b)] = std::log(sum / double(count));
-      NearSums& n = near[std::size_t(b)];
-      double near_sum = 0;
-      i64 near_count = 0;
-      block_sum(hood, near_lags, near_sum, near_count);
-      if (near_count * 4 >= 3 * bx * by * i64(near_lags.size()) && near_sum > 0) n.activity = std::log(near_sum / double(near_count));
-      block_sum(hood, axis_lag1, n.lag1, n.lag1_count);
-      block_sum(hood, axis_lag2, n.lag2, n.lag2_count);
     }
   });
   std::vector<double> judged;
@@ -259,6 +251,21 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
   // and kMaxSmoothGrain x it. Hann-filtered noise reads up to 2.4 x; blurred anatomy alone (the
   // noise-free Hann reconstruction of a 3 mm crop) read 2.9 x.
   auto smooth_fallback = [&]() -> std::optional<SmoothNoise> {
+    std::vector<NearSums> near(blocks.size());
+    pool.parallel_for(i64(blocks.size()), [&](i64 begin, i64 end) {
+      std::vector<double> hood;
+      for (i64 b = begin; b < end; ++b) {
+        const Block& k = blocks[std::size_t(b)];
+        load_neighbourhood(k.x, k.y, k.z, hood);
+        NearSums& n = near[std::size_t(b)];
+        double sum = 0;
+        i64 count = 0;
+        block_sum(hood, near_lags, sum, count);
+        if (count * 4 >= 3 * bx * by * i64(near_lags.size()) && sum > 0) n.activity = std::log(sum / double(count));
+        block_sum(hood, axis_lag1, n.lag1, n.lag1_count);
+        block_sum(hood, axis_lag2, n.lag2, n.lag2_count);
+      }
+    });
     std::vector<double> near_judged;
     for (const NearSums& n : near) {
       if (!std::isnan(n.activity)) near_judged.push_back(n.activity);
