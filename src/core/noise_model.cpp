@@ -125,6 +125,22 @@ std::optional<SmoothNoise> fit_smooth_noise(double v1, double v2) {
   return SmoothNoise{v1 / reads(1, lo), lo};
 }
 
+// The flattest blocks: within a factor 1.5 of the activity of the 10th percentile block, among
+// those judged (activity not NaN). Not the lowest blocks (smoothed or clipped background), not the
+// most common ones (lung, bone and edges outnumber flat tissue in many slices). The anchor is NaN
+// when no block was judged.
+double flat_anchor(const std::vector<double>& activity) {
+  std::vector<double> judged;
+  for (double a : activity) {
+    if (!std::isnan(a)) judged.push_back(a);
+  }
+  if (judged.empty()) return std::numeric_limits<double>::quiet_NaN();
+  const auto anchor = judged.begin() + std::ptrdiff_t(judged.size() / 10);
+  std::nth_element(judged.begin(), anchor, judged.end());
+  return *anchor;
+}
+bool is_flat(double activity, double anchor) { return !std::isnan(activity) && std::fabs(activity - anchor) <= std::log(1.5); }
+
 }  // namespace
 
 NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
@@ -195,9 +211,7 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
 
   // Flat blocks: anatomy adds to the second differences wherever the image is not flat, so the
   // noise is read in the blocks whose activity (mean D^2 over the outer in-plane lags, 6 C(0) for
-  // noise alone) is low: within a factor 1.5 of the activity of the 10th percentile block. Not the
-  // lowest blocks (smoothed or clipped background), not the most common ones (lung, bone and
-  // edges outnumber flat tissue in many slices). Where the noise level varies (it is lower in
+  // noise alone) is low (flat_anchor, is_flat). Where the noise level varies (it is lower in
   // the air around a body than in its middle), this reads the quieter parts: under-reading the
   // noise errs towards too little smoothing, never towards erased anatomy.
   struct Block {
@@ -212,82 +226,77 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
     const i64 b = i * all_blocks / judged_blocks;
     blocks[std::size_t(i)] = {b % per_row * bx, b % per_slice / per_row * by, b / per_slice};
   }
-  std::vector<Lag> shell_lags;
-  for (const Lag& g : lags) {
-    if (g.dz == 0 && std::max(std::abs(g.dx), std::abs(g.dy)) == outer) shell_lags.push_back(g);
-  }
-  // For the smooth-noise fallback (fit_smooth_noise), measured only when it is needed: each
-  // block's activity at lag 2 and its sums of D^2 along the axes at lags 1 and 2.
-  std::vector<Lag> near_lags;
-  for (const Lag& g : lags) {
-    if (g.dz == 0 && std::max(std::abs(g.dx), std::abs(g.dy)) == 2) near_lags.push_back(g);
-  }
-  const std::array<Lag, 2> axis_lag1{{{1, 0, 0}, {0, 1, 0}}}, axis_lag2{{{2, 0, 0}, {0, 2, 0}}};
-  struct NearSums {
-    double activity = std::numeric_limits<double>::quiet_NaN(), lag1 = 0, lag2 = 0;
-    i64 lag1_count = 0, lag2_count = 0;
+  // A block's activity over `along`: the log of its mean D^2, NaN when over a quarter of its
+  // differences are missing (padding, borders) or all are 0 (not judged).
+  auto activity_of = [&](const std::vector<double>& hood, std::span<const Lag> along) {
+    double sum = 0;
+    i64 count = 0;
+    block_sum(hood, along, sum, count);
+    return count * 4 >= 3 * bx * by * i64(along.size()) && sum > 0 ? std::log(sum / double(count))
+                                                                    : std::numeric_limits<double>::quiet_NaN();
   };
-  std::vector<double> activity(blocks.size(), std::numeric_limits<double>::quiet_NaN());
+  auto ring = [&](int radius) {
+    std::vector<Lag> in_plane;
+    for (const Lag& g : lags) {
+      if (g.dz == 0 && std::max(std::abs(g.dx), std::abs(g.dy)) == radius) in_plane.push_back(g);
+    }
+    return in_plane;
+  };
+  const std::vector<Lag> shell_lags = ring(outer);
+  std::vector<double> activity(blocks.size());
   cpu::ThreadPool pool(cpu::hardware_threads());
   pool.parallel_for(i64(blocks.size()), [&](i64 begin, i64 end) {
     std::vector<double> hood;
     for (i64 b = begin; b < end; ++b) {
       const Block& k = blocks[std::size_t(b)];
       load_neighbourhood(k.x, k.y, k.z, hood);
-      double sum = 0;
-      i64 count = 0;
-      block_sum(hood, shell_lags, sum, count);
-      // Blocks with over a quarter of their differences missing (padding, borders) are not judged.
-      if (count * 4 >= 3 * bx * by * i64(shell_lags.size()) && sum > 0) activity[std::size_t(b)] = std::log(sum / double(count));
+      activity[std::size_t(b)] = activity_of(hood, shell_lags);
     }
   });
-  std::vector<double> judged;
-  for (double a : activity) {
-    if (!std::isnan(a)) judged.push_back(a);
-  }
-  // Smooth noise fitted to the flattest blocks at lag 2 (within a factor 1.5 of the 10th
-  // percentile, as below), when it is clearly correlated (next voxel kLeastSmoothCorrelation or
-  // more) and its level is between the pseudo-residual sigma (which smooth noise always exceeds)
-  // and kMaxSmoothGrain x it. Hann-filtered noise reads up to 2.4 x; blurred anatomy alone (the
-  // noise-free Hann reconstruction of a 3 mm crop) read 2.9 x.
+  // Smooth noise fitted (fit_smooth_noise) to the flattest blocks at lag 2, when it is clearly
+  // correlated (next voxel kLeastSmoothCorrelation or more) and its level is between the
+  // pseudo-residual sigma (which smooth noise always exceeds) and kMaxSmoothGrain x it.
+  // Hann-filtered noise reads up to 2.4 x; blurred anatomy alone (the noise-free Hann
+  // reconstruction of a 3 mm crop) read 2.9 x. Measured only when the model falls back.
   auto smooth_fallback = [&]() -> std::optional<SmoothNoise> {
-    std::vector<NearSums> near(blocks.size());
+    const std::vector<Lag> near_lags = ring(2);
+    const std::array<Lag, 2> axis_lag1{{{1, 0, 0}, {0, 1, 0}}}, axis_lag2{{{2, 0, 0}, {0, 2, 0}}};
+    struct AxisSums {
+      double lag1 = 0, lag2 = 0;
+      i64 lag1_count = 0, lag2_count = 0;
+    };
+    std::vector<double> near_activity(blocks.size());
+    std::vector<AxisSums> sums(blocks.size());
     pool.parallel_for(i64(blocks.size()), [&](i64 begin, i64 end) {
       std::vector<double> hood;
       for (i64 b = begin; b < end; ++b) {
         const Block& k = blocks[std::size_t(b)];
         load_neighbourhood(k.x, k.y, k.z, hood);
-        NearSums& n = near[std::size_t(b)];
-        double sum = 0;
-        i64 count = 0;
-        block_sum(hood, near_lags, sum, count);
-        if (count * 4 >= 3 * bx * by * i64(near_lags.size()) && sum > 0) n.activity = std::log(sum / double(count));
+        near_activity[std::size_t(b)] = activity_of(hood, near_lags);
+        AxisSums& n = sums[std::size_t(b)];
         block_sum(hood, axis_lag1, n.lag1, n.lag1_count);
         block_sum(hood, axis_lag2, n.lag2, n.lag2_count);
       }
     });
-    std::vector<double> near_judged;
-    for (const NearSums& n : near) {
-      if (!std::isnan(n.activity)) near_judged.push_back(n.activity);
+    const double near_anchor = flat_anchor(near_activity);
+    AxisSums total;
+    i64 flat_count = 0;
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+      if (!is_flat(near_activity[b], near_anchor)) continue;
+      const AxisSums& n = sums[b];
+      total.lag1 += n.lag1, total.lag2 += n.lag2, total.lag1_count += n.lag1_count, total.lag2_count += n.lag2_count;
+      ++flat_count;
     }
-    if (near_judged.empty()) return std::nullopt;
-    const auto near_anchor = near_judged.begin() + std::ptrdiff_t(near_judged.size() / 10);
-    std::nth_element(near_judged.begin(), near_anchor, near_judged.end());
-    double lag1 = 0, lag2 = 0;
-    i64 lag1_count = 0, lag2_count = 0, flat_count = 0;
-    for (const NearSums& n : near) {
-      if (std::isnan(n.activity) || std::fabs(n.activity - *near_anchor) > std::log(1.5)) continue;
-      lag1 += n.lag1, lag2 += n.lag2, lag1_count += n.lag1_count, lag2_count += n.lag2_count, ++flat_count;
-    }
-    if (std::min(lag1_count, lag2_count) < 16) return std::nullopt;
-    const std::optional<SmoothNoise> fit = fit_smooth_noise(lag1 / double(lag1_count), lag2 / double(lag2_count));
+    if (std::min(total.lag1_count, total.lag2_count) < 16) return std::nullopt;
+    const std::optional<SmoothNoise> fit =
+        fit_smooth_noise(total.lag1 / double(total.lag1_count), total.lag2 / double(total.lag2_count));
     const double floor = pseudo_residual_sigma();
     if (!fit || fit->correlation(1) < kLeastSmoothCorrelation || std::sqrt(fit->c0) < floor ||
         std::sqrt(fit->c0) > kMaxSmoothGrain * floor) {
       return std::nullopt;
     }
     m.flat_blocks = flat_count;
-    m.samples = std::min(lag1_count, lag2_count);
+    m.samples = std::min(total.lag1_count, total.lag2_count);
     return fit;
   };
   // The model when the blocks are not believed (or too few to judge): white in-plane, and in 3D
@@ -325,12 +334,11 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
     if (m.radius_z >= 2) m.covariance[centre - 2 * next_slice] = m.covariance[centre + 2 * next_slice] = z.rho2 * c0;
     return m;
   };
-  if (judged.empty()) return fall_back();
-  const auto anchor = judged.begin() + std::ptrdiff_t(judged.size() / 10);
-  std::nth_element(judged.begin(), anchor, judged.end());
+  const double anchor = flat_anchor(activity);
+  if (std::isnan(anchor)) return fall_back();
   std::vector<Block> flat;
   for (std::size_t b = 0; b < blocks.size(); ++b) {
-    if (!std::isnan(activity[b]) && std::fabs(activity[b] - *anchor) <= std::log(1.5)) flat.push_back(blocks[b]);
+    if (is_flat(activity[b], anchor)) flat.push_back(blocks[b]);
   }
   m.flat_blocks = i64(flat.size());
   // At most about kMaxTriples differences per lag: every step-th flat block.

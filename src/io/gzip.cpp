@@ -28,6 +28,38 @@ void check_level(int level) {
   }
 }
 
+std::uint32_t little_endian_u32(const char* p) {
+  const auto* b = reinterpret_cast<const unsigned char*>(p);
+  return std::uint32_t(b[0]) | std::uint32_t(b[1]) << 8 | std::uint32_t(b[2]) << 16 | std::uint32_t(b[3]) << 24;
+}
+
+// Member after member on one core: any gzip file.
+std::vector<char> inflate_in_order(const std::vector<char>& data, std::size_t size_hint, const fs::path& source) {
+  libdeflate_decompressor* decompressor = libdeflate_alloc_decompressor();
+  if (!decompressor) fail(ErrorKind::OutOfMemory, "gzip: cannot start decompressing (libdeflate)");
+  std::vector<char> out(std::max<std::size_t>(size_hint, 1 << 20));
+  std::size_t in_at = 0, out_at = 0;
+  libdeflate_result result = LIBDEFLATE_SUCCESS;
+  while (in_at < data.size()) {
+    std::size_t used = 0, produced = 0;
+    result = libdeflate_gzip_decompress_ex(decompressor, data.data() + in_at, data.size() - in_at, out.data() + out_at,
+                                           out.size() - out_at, &used, &produced);
+    if (result == LIBDEFLATE_INSUFFICIENT_SPACE) {
+      out.resize(out.size() * 2);
+      continue;
+    }
+    if (result != LIBDEFLATE_SUCCESS) break;
+    in_at += used;
+    out_at += produced;
+  }
+  libdeflate_free_decompressor(decompressor);
+  if (result != LIBDEFLATE_SUCCESS || out_at == 0) {
+    fail(ErrorKind::Io, fmt::format("cannot read {}: the gzip data is truncated or corrupt", quoted(source)));
+  }
+  out.resize(out_at);
+  return out;
+}
+
 }  // namespace
 
 std::string gzip_members(const char* data, std::size_t size, int level) {
@@ -72,42 +104,6 @@ void gzip_file(const fs::path& source, const fs::path& destination, int level) {
   out.write(members.data(), std::streamsize(members.size()));
   if (!out.flush()) fail(ErrorKind::Io, fmt::format("cannot write {}", quoted(destination.filename())));
 }
-
-namespace {
-
-std::uint32_t little_endian_u32(const char* p) {
-  const auto* b = reinterpret_cast<const unsigned char*>(p);
-  return std::uint32_t(b[0]) | std::uint32_t(b[1]) << 8 | std::uint32_t(b[2]) << 16 | std::uint32_t(b[3]) << 24;
-}
-
-// Member after member on one core: any gzip file.
-std::vector<char> inflate_in_order(const std::vector<char>& data, std::size_t size_hint, const fs::path& source) {
-  libdeflate_decompressor* decompressor = libdeflate_alloc_decompressor();
-  if (!decompressor) fail(ErrorKind::OutOfMemory, "gzip: cannot start decompressing (libdeflate)");
-  std::vector<char> out(std::max<std::size_t>(size_hint, 1 << 20));
-  std::size_t in_at = 0, out_at = 0;
-  libdeflate_result result = LIBDEFLATE_SUCCESS;
-  while (in_at < data.size()) {
-    std::size_t used = 0, produced = 0;
-    result = libdeflate_gzip_decompress_ex(decompressor, data.data() + in_at, data.size() - in_at, out.data() + out_at,
-                                           out.size() - out_at, &used, &produced);
-    if (result == LIBDEFLATE_INSUFFICIENT_SPACE) {
-      out.resize(out.size() * 2);
-      continue;
-    }
-    if (result != LIBDEFLATE_SUCCESS) break;
-    in_at += used;
-    out_at += produced;
-  }
-  libdeflate_free_decompressor(decompressor);
-  if (result != LIBDEFLATE_SUCCESS || out_at == 0) {
-    fail(ErrorKind::Io, fmt::format("cannot read {}: the gzip data is truncated or corrupt", quoted(source)));
-  }
-  out.resize(out_at);
-  return out;
-}
-
-}  // namespace
 
 std::optional<std::vector<char>> inflate_members_in_parallel(const std::vector<char>& data) {
   // Members whose header is the first member's, 10 bytes without optional fields (FLG = 0), as
