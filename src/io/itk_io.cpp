@@ -312,9 +312,10 @@ Image read_itk(const fs::path& original_path, const ReadOptions& options) {
 
 namespace {
 
+// An ITK image with the volume's geometry, allocated: the volume's size, or one voxel (0) where
+// only the header is wanted.
 template <class T, unsigned D>
-std::int64_t write_typed(const Volume& volume, const fs::path& path, StageTimes& stages) {
-  StageClock clock;
+typename itk::Image<T, D>::Pointer itk_image_like(const Volume& volume, bool one_voxel) {
   using ImageType = itk::Image<T, D>;
   auto image = ImageType::New();
   typename ImageType::SizeType size;
@@ -323,7 +324,7 @@ std::int64_t write_typed(const Volume& volume, const fs::path& path, StageTimes&
   typename ImageType::DirectionType direction;
   const std::int64_t n[3] = {volume.dims().nx, volume.dims().ny, volume.dims().nz};
   for (unsigned i = 0; i < D; ++i) {
-    size[i] = static_cast<itk::SizeValueType>(n[i]);
+    size[i] = one_voxel ? 1 : static_cast<itk::SizeValueType>(n[i]);
     spacing[i] = volume.geometry.spacing[i];
     origin[i] = volume.geometry.origin[i];
     for (unsigned j = 0; j < D; ++j) direction(i, j) = volume.geometry.direction[3 * i + j];
@@ -333,14 +334,78 @@ std::int64_t write_typed(const Volume& volume, const fs::path& path, StageTimes&
   image->SetOrigin(origin);
   image->SetDirection(direction);
   image->Allocate();
-  const std::int64_t clamped = convert_voxels(volume, image->GetBufferPointer());
-  stages.emplace_back("convert", clock.lap());
+  if (one_voxel) image->FillBuffer(T{});
+  return image;
+}
 
-  auto writer = itk::ImageFileWriter<ImageType>::New();
+template <class T, unsigned D>
+void write_with_itk(typename itk::Image<T, D>::Pointer image, const fs::path& path) {
+  auto writer = itk::ImageFileWriter<itk::Image<T, D>>::New();
   writer->SetFileName(path.c_str());
   writer->SetInput(image);
   writer->Update();
+}
+
+template <class T, unsigned D>
+std::int64_t write_typed(const Volume& volume, const fs::path& path, StageTimes& stages) {
+  StageClock clock;
+  auto image = itk_image_like<T, D>(volume, false);
+  const std::int64_t clamped = convert_voxels(volume, image->GetBufferPointer());
+  stages.emplace_back("convert", clock.lap());
+  write_with_itk<T, D>(image, path);
   stages.emplace_back("file", clock.lap());
+  return clamped;
+}
+
+std::string read_whole_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes(fs::file_size(path), '\0');
+  if (!in.read(bytes.data(), std::streamsize(bytes.size()))) fail(ErrorKind::Io, fmt::format("cannot read back {}", quoted(path.filename())));
+  return bytes;
+}
+
+// NRRD (.nrrd) and MetaImage (.mha, .mhd) with ITK's header and plain voxels written by
+// write_plain_voxels (ITK converts into a copy of the volume and writes it on one core): ITK
+// writes a one-voxel stand-in with the volume's geometry, whose size line is then set to the
+// volume's. Nullopt, with nothing of use written, where the stand-in's header is not as expected.
+template <class T>
+std::optional<std::int64_t> write_header_and_plain_voxels(const Volume& volume, PixelType type, Format format,
+                                                          const fs::path& path, StageTimes& stages) {
+  StageClock clock;
+  write_with_itk<T, 3>(itk_image_like<T, 3>(volume, true), path);
+  std::string header = read_whole_file(path);
+  const Dims d = volume.dims();
+  const bool nrrd = format == Format::Nrrd;
+  const std::string one = nrrd ? "\nsizes: 1 1 1\n" : "\nDimSize = 1 1 1\n";
+  const std::size_t at = header.find(one);
+  if (at == std::string::npos || header.find(one, at + 1) != std::string::npos) return std::nullopt;
+  header.replace(at, one.size(), nrrd ? fmt::format("\nsizes: {} {} {}\n", d.nx, d.ny, d.nz)
+                                      : fmt::format("\nDimSize = {} {} {}\n", d.nx, d.ny, d.nz));
+  const bool attached = nrrd || lower_case(path.filename().string()).ends_with(".mha");
+  if (attached) {
+    // The stand-in's one voxel ends the file, right after the header's last line.
+    const std::string end_of_header = nrrd ? "\n\n" : "ElementDataFile = LOCAL\n";
+    if (header.size() < sizeof(T) + end_of_header.size()) return std::nullopt;
+    header.resize(header.size() - sizeof(T));
+    if (!header.ends_with(end_of_header)) return std::nullopt;
+  }
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    if (!out.write(header.data(), std::streamsize(header.size())) || !out.flush()) {
+      fail(ErrorKind::Io, fmt::format("cannot write {}", quoted(path.filename())));
+    }
+  }
+  DataLayout layout;
+  if (attached) {
+    layout.file = path;
+    layout.offset = header.size();
+  } else {
+    layout = metaimage_layout(path);
+  }
+  if (layout.file.empty() || layout.encoding != DataLayout::Encoding::Plain) return std::nullopt;
+  const ByteOrder native = std::endian::native == std::endian::little ? ByteOrder::Little : ByteOrder::Big;
+  const std::int64_t clamped = write_plain_voxels(volume, type, native, layout.file, layout.offset);
+  stages.emplace_back("file", clock.lap());  // converted and written in one pass
   return clamped;
 }
 
@@ -392,8 +457,14 @@ std::int64_t write_itk(const Volume& volume, PixelType type, Format format, cons
   const bool gzipped_nifti = format == Format::Nifti && lower_case(path.filename().string()).ends_with(".gz");
   const fs::path written = gzipped_nifti ? fs::path(path).replace_extension("") : path;
   try {
+    // .nhdr (NRRD's detached header) stays with ITK, which names its data file.
+    const bool plain_voxels = !flat && (format == Format::MetaImage ||
+                                        (format == Format::Nrrd && lower_case(path.extension().string()) == ".nrrd"));
     const std::int64_t clamped = with_pixel_type(type, [&](auto t) {
       using T = decltype(t);
+      if (plain_voxels) {
+        if (const auto done = write_header_and_plain_voxels<T>(volume, type, format, written, stages)) return *done;
+      }
       return flat ? write_typed<T, 2>(volume, written, stages) : write_typed<T, 3>(volume, written, stages);
     });
     if (gzipped_nifti) {

@@ -46,20 +46,8 @@ Image read_raw(const fs::path& path, const RawLayout& layout, const ReadOptions&
 
 std::int64_t write_raw(const Volume& volume, PixelType type, ByteOrder order, const fs::path& path, StageTimes& stages) {
   StageClock clock;
-  const std::size_t width = size_of(type);
-  std::vector<char> bytes(std::size_t(volume.size()) * width);
-  const std::int64_t clamped = with_pixel_type(type, [&](auto t) {
-    using T = decltype(t);
-    return convert_voxels(volume, reinterpret_cast<T*>(bytes.data()));
-  });
-  if (needs_swap(order)) swap_bytes(bytes.data(), std::size_t(volume.size()), width);
-  stages.emplace_back("convert", clock.lap());
-  std::ofstream file(path, std::ios::binary);
-  if (!file.write(bytes.data(), std::streamsize(bytes.size())) || !file.flush()) {
-    fail(ErrorKind::Io, fmt::format("cannot write {}", quoted(path.filename())));
-  }
-  file.close();
-  stages.emplace_back("file", clock.lap());
+  const std::int64_t clamped = write_plain_voxels(volume, type, order, path, 0);
+  stages.emplace_back("file", clock.lap());  // converted and written in one pass
   return clamped;
 }
 
