@@ -64,18 +64,22 @@ NoiseEstimate detail::estimate_noise_without(ConstVolumeView<float> in, NoiseEst
     const i64 positions = std::max<i64>(0, nx) * std::max<i64>(0, ny) * std::max<i64>(0, nz);
     const i64 step = std::max<i64>(1, d.count() / std::max<i64>(1, max_samples));
     const i64 sampled = (positions + step - 1) / step;
-    constexpr i64 kPiece = 1 << 16;
-    std::vector<std::vector<Sample>> pieces(std::size_t((sampled + kPiece - 1) / kPiece));
-    cpu::for_each_piece(sampled, kPiece, 0, [&](i64 index, i64 begin, i64 end) {
-      auto& out = pieces[std::size_t(index)];
+    // Each position's slot written in place (vectors grown on many threads at once spent most of
+    // the time in the allocator), the unusable ones dropped afterwards.
+    std::vector<Sample> all(static_cast<std::size_t>(sampled));
+    std::vector<unsigned char> kept(static_cast<std::size_t>(sampled));
+    cpu::for_each_piece(sampled, i64(1) << 16, 0, [&](i64, i64 begin, i64 end) {
       for (i64 k = begin; k < end; ++k) {
         const i64 position = k * step;
-        Sample s;
-        if (at(position % nx, (position / nx) % ny, position / (nx * ny), s.value, s.range)) out.push_back(s);
+        Sample& s = all[std::size_t(k)];
+        kept[std::size_t(k)] = at(position % nx, (position / nx) % ny, position / (nx * ny), s.value, s.range) ? 1 : 0;
       }
     });
-    std::vector<Sample> all;
-    for (auto& piece : pieces) all.insert(all.end(), piece.begin(), piece.end());
+    std::size_t used = 0;
+    for (std::size_t k = 0; k < all.size(); ++k) {
+      if (kept[k]) all[used++] = all[k];
+    }
+    all.resize(used);
     return all;
   };
   std::vector<Sample> samples;
