@@ -194,6 +194,12 @@ void run_filter(const InputOptions& input, const RunOptions& run, FilterJob& job
     write_options.description += fmt::format(" variant={} device={}", result.algorithm, to_string(result.device));
   }
 
+  // The output's statistics for the report are taken while the file is written (a pass over
+  // memory beside one bound by the file system).
+  std::future<json> output_statistics;
+  if (!run.json.empty()) {
+    output_statistics = std::async(std::launch::async, [&output] { return to_json(statistics(output.view())); });
+  }
   const auto write_start = std::chrono::steady_clock::now();
   const io::WriteResult written = [&] {
     const StageLine shown(fmt::format("{}: writing {}", job.command, run.output), progress_wanted(run.quiet));
@@ -220,7 +226,7 @@ void run_filter(const InputOptions& input, const RunOptions& run, FilterJob& job
     const json input_json = input_description.valid()
                            ? input_description.get()
                            : describe_image(image.info, image.volume, job.parameters.value("noise_model", json(nullptr)));
-    const json output_statistics = to_json(statistics(output.view()));
+    const json output_json = output_statistics.get();
     const double report_s = seconds_since(report_start);
     // Every stage in the order it ran; they add up to the total but for small gaps between them.
     json stages = json::array();
@@ -251,7 +257,7 @@ void run_filter(const InputOptions& input, const RunOptions& run, FilterJob& job
           {"format", std::string(io::to_string(io::output_format(run.output)))},
           {"pixel_type", std::string(io::to_string(written.pixel_type))},
           {"clamped_voxels", written.clamped_voxels},
-          {"statistics", output_statistics}}},
+          {"statistics", output_json}}},
         {"timings_s",
          {{"read", read_s}, {"filter", filter_s}, {"write", write_s}, {"report", report_s}, {"total", seconds_since(start)}}},
         {"stages_s", stages},
@@ -417,7 +423,9 @@ void run_nlm(const InputOptions& input, const RunOptions& run, const NlmOptions&
       job.parameters["noise_model"] = noise_model_json(noise);
       if (auto_sigma) p.noise_sigma = float(auto_nlm_noise_sigma(noise, p, image.volume.dims()));
       if (auto_h) {
-        job.wait_for_device();
+        // Not waiting for the GPU here: the automatic value's sample and probe are made on the
+        // CPU while it may still be starting, and its first filter call waits for it (that wait
+        // is then part of this stage).
         const AutoChoice choice = choose_with_progress("nlm: choosing h", run, run_context(run), [&](const ExecContext& c) {
           return auto_nlm_h(image.volume.view(), p, noise, c, options.strength);
         });
@@ -461,7 +469,7 @@ void run_bilateral(const InputOptions& input, const RunOptions& run, const Bilat
       const NoiseModel noise = timed_stage(job.stages, "noise model", "bilateral: measuring the noise", run.quiet,
                                            [&] { return estimate_noise_model(image.volume.view()); });
       job.parameters["noise_model"] = noise_model_json(noise);
-      job.wait_for_device();
+      // The GPU is waited for by the first filter call, as for nlm's h.
       const AutoChoice choice =
           choose_with_progress("bilateral: choosing sigma_range", run, run_context(run), [&](const ExecContext& c) {
             return auto_bilateral_sigma_range(image.volume.view(), p, noise, c, options.strength);
