@@ -80,10 +80,18 @@ inline double max_abs_difference(const ctd::Volume& a, const ctd::Volume& b) {
   return m;
 }
 
+// The volume rounded and clamped to int16, for the host API's int16 overloads.
+inline std::vector<std::int16_t> as_int16(const ctd::Volume& v) {
+  std::vector<std::int16_t> out(static_cast<std::size_t>(v.size()));
+  for (std::int64_t i = 0; i < v.size(); ++i) out[std::size_t(i)] = std::int16_t(std::clamp(std::lround(v.data()[i]), -32768L, 32767L));
+  return out;
+}
+
 struct Record {
   std::string setting, source, variant, parameters;  // parameters: e.g. "search 21^2, patch 9^2"
   ctd::Dims dims;
   double kernel_ms = -1, end_to_end_ms = -1, floor_ms = 0, speedup_vs_naive = -1;
+  double end_to_end_int16_ms = -1;  // the same from int16 host memory (uploaded as int16)
   double max_abs_error = -1;  // against `error_against`
   double psnr_db = -1;        // approximate variants: against the exact filter
   std::string error_against;
@@ -101,24 +109,26 @@ inline void write_results(const std::vector<Record>& records, const std::string&
                      "\",\n  \"records\": [\n";
   std::string md = fmt::format("# {} on {} ({})\n\nKernel time: CUDA events, median after warm-up, input on the GPU. "
                                "End-to-end: host memory in and out. Floor: {}.\n\n"
-                               "| setting | size | parameters | variant | kernel ms | end-to-end ms | x naive | x floor | "
-                               "error |\n|---|---|---|---|---|---|---|---|---|\n",
+                               "| setting | size | parameters | variant | kernel ms | end-to-end ms | end-to-end from int16 ms | "
+                               "x naive | x floor | error |\n|---|---|---|---|---|---|---|---|---|---|\n",
                                title, gpu, date, floor_note);
   for (std::size_t i = 0; i < records.size(); ++i) {
     const Record& r = records[i];
     json += fmt::format("    {{\"setting\": \"{}\", \"source\": \"{}\", \"variant\": \"{}\", \"dims\": [{}, {}, {}], "
-                        "\"parameters\": \"{}\", \"kernel_ms\": {:.6g}, \"end_to_end_ms\": {:.6g}, \"floor_ms\": {:.6g}, "
+                        "\"parameters\": \"{}\", \"kernel_ms\": {:.6g}, \"end_to_end_ms\": {:.6g}, \"end_to_end_int16_ms\": {}, \"floor_ms\": {:.6g}, "
                         "\"fraction_of_floor\": {}, \"speedup_vs_naive\": {}, \"max_abs_error\": {}, "
                         "\"psnr_db_vs_exact\": {}, \"error_against\": \"{}\"}}{}\n",
                         r.setting, r.source, r.variant, r.dims.nx, r.dims.ny, r.dims.nz, r.parameters, r.kernel_ms,
-                        r.end_to_end_ms, r.floor_ms, r.floor_ms > 0 ? fmt::format("{:.4g}", r.floor_ms / r.kernel_ms) : "null",
+                        r.end_to_end_ms, number_or_null(r.end_to_end_int16_ms, "{:.6g}"), r.floor_ms,
+                        r.floor_ms > 0 ? fmt::format("{:.4g}", r.floor_ms / r.kernel_ms) : "null",
                         number_or_null(r.speedup_vs_naive), number_or_null(r.max_abs_error, "{:.3g}"),
                         number_or_null(r.psnr_db, "{:.2f}"), r.error_against, i + 1 < records.size() ? "," : "");
     std::string error = "-";
     if (r.psnr_db >= 0) error = fmt::format("{:.1f} dB vs exact", r.psnr_db);
     else if (r.max_abs_error >= 0) error = fmt::format("{:.2g} ({})", r.max_abs_error, r.error_against);
-    md += fmt::format("| {} | {}x{}x{} | {} | {} | {:.3f} | {:.3f} | {} | {} | {} |\n", r.setting, r.dims.nx, r.dims.ny,
+    md += fmt::format("| {} | {}x{}x{} | {} | {} | {:.3f} | {:.3f} | {} | {} | {} | {} |\n", r.setting, r.dims.nx, r.dims.ny,
                       r.dims.nz, r.parameters, r.variant, r.kernel_ms, r.end_to_end_ms,
+                      r.end_to_end_int16_ms >= 0 ? fmt::format("{:.3f}", r.end_to_end_int16_ms) : "-",
                       r.speedup_vs_naive > 0 ? fmt::format("{:.1f}", r.speedup_vs_naive) : "-",
                       r.floor_ms > 0 ? fmt::format("{:.1f}", r.kernel_ms / r.floor_ms) : "-", error);
   }

@@ -9,6 +9,7 @@
 #include <ctdenoise/volume.hpp>
 
 #include <array>
+#include <cstdint>
 #include <optional>
 #include <string_view>
 #include <utility>
@@ -75,6 +76,9 @@ std::array<int, 3> bilateral_radius(const BilateralParams& params, const Dims& d
 
 // Filters `in` into `out` (same dims; may be the same memory). Host memory.
 FilterRun bilateral(ConstVolumeView<float> in, VolumeView<float> out, const BilateralParams& params,
+                    const ExecContext& context = {});
+// The same from int16 voxels (CT's stored type), as nlm's: uploaded as they are on CUDA.
+FilterRun bilateral(ConstVolumeView<std::int16_t> in, VolumeView<float> out, const BilateralParams& params,
                     const ExecContext& context = {});
 
 // The same on device memory (CUDA builds), as nlm_device: `device_in` and `device_out` hold

@@ -8,6 +8,7 @@
 #include <ctdenoise/exec.hpp>
 #include <ctdenoise/volume.hpp>
 
+#include <cstdint>
 #include <string_view>
 
 namespace ctd {
@@ -61,6 +62,10 @@ void validate(const NlmParams& params);
 // Filters `in` into `out` (same dims; may be the same memory). Host memory; on CUDA this uploads,
 // runs, downloads and synchronises.
 FilterRun nlm(ConstVolumeView<float> in, VolumeView<float> out, const NlmParams& params,
+              const ExecContext& context = {});
+// The same from int16 voxels (CT's stored type), with the same output as from their float
+// values: on CUDA they are uploaded as they are (half the bytes) and converted on the GPU.
+FilterRun nlm(ConstVolumeView<std::int16_t> in, VolumeView<float> out, const NlmParams& params,
               const ExecContext& context = {});
 
 // The same on device memory (CUDA builds): `device_in` and `device_out` hold dims.count() floats

@@ -42,7 +42,8 @@ struct VolumeView {
     return data[index(x, y, z)];
   }
   // A view of mutable voxels converts to a read-only view.
-  template <class U = T, std::enable_if_t<!std::is_const_v<U>, int> = 0>
+  // (Only to its own voxel type: U is deduced from the target, so it is tied to T.)
+  template <class U = T, std::enable_if_t<std::is_same_v<U, T> && !std::is_const_v<U>, int> = 0>
   operator VolumeView<const U>() const noexcept {
     return {data, dims};
   }

@@ -191,8 +191,11 @@ std::map<std::string, double> compressive_details(const CompressiveSettings& s) 
 
 }  // namespace
 
-FilterRun bilateral(ConstVolumeView<float> in, VolumeView<float> out, const BilateralParams& params,
-                    const ExecContext& context) {
+namespace {
+
+template <class T>
+FilterRun bilateral_from_host(ConstVolumeView<T> in, VolumeView<float> out, const BilateralParams& params,
+                              const ExecContext& context) {
   const std::array<int, 3> radius = bilateral_radius(params, in.dims);
   detail::PreparedRun run = detail::prepare_run(in, out, context, "bilateral", true);
   // With the device left to us, a CPU-only variant runs on the CPU rather than failing.
@@ -205,24 +208,39 @@ FilterRun bilateral(ConstVolumeView<float> in, VolumeView<float> out, const Bila
     CompressiveSettings settings;
     float lo = 0;
     if (algorithm == BilateralAlgorithm::Compressive) {
-      const Statistics range = statistics(run.input);  // on all cores
-      lo = float(range.min);
-      settings = compressive_settings(params, range.max - range.min);
+      const auto [least, greatest] = run.value_range();  // on all cores
+      lo = least;
+      settings = compressive_settings(params, double(greatest) - double(least));
     }
-    const cuda::HostTimes times = cuda::bilateral_host(run.input, out, params, radius, algorithm, settings, lo);
+    const cuda::HostTimes times =
+        run.int16_input ? cuda::bilateral_host(*run.int16_input, out, params, radius, algorithm, settings, lo)
+                        : cuda::bilateral_host(run.input, out, params, radius, algorithm, settings, lo);
     if (context.progress) context.progress(1.0);
     FilterRun result{Device::Cuda, std::string(to_string(algorithm)), 0, times.details()};
     if (algorithm == BilateralAlgorithm::Compressive) result.details.merge(compressive_details(settings));
     return result;
   }
 #endif
+  const ConstVolumeView<float> input = run.float_input();
   cpu::ThreadPool pool(run.threads);
   if (algorithm == BilateralAlgorithm::Compressive) {
-    const CompressiveSettings s = cpu::bilateral_compressive(run.input, out, params, radius, pool, context.progress);
+    const CompressiveSettings s = cpu::bilateral_compressive(input, out, params, radius, pool, context.progress);
     return {run.device, std::string(to_string(BilateralAlgorithm::Compressive)), run.threads, compressive_details(s)};
   }
-  cpu::bilateral_direct(run.input, out, params, radius, pool, context.progress);
+  cpu::bilateral_direct(input, out, params, radius, pool, context.progress);
   return {run.device, std::string(to_string(BilateralAlgorithm::Direct)), run.threads, {}};
+}
+
+}  // namespace
+
+FilterRun bilateral(ConstVolumeView<float> in, VolumeView<float> out, const BilateralParams& params,
+                    const ExecContext& context) {
+  return bilateral_from_host(in, out, params, context);
+}
+
+FilterRun bilateral(ConstVolumeView<std::int16_t> in, VolumeView<float> out, const BilateralParams& params,
+                    const ExecContext& context) {
+  return bilateral_from_host(in, out, params, context);
 }
 
 FilterRun bilateral_device(const float* device_in, float* device_out, const Dims& dims, const BilateralParams& params,

@@ -126,33 +126,88 @@ void check_finite(ConstVolumeView<float> in, int threads) {
 
 }  // namespace
 
-PreparedRun prepare_run(ConstVolumeView<float> in, VolumeView<float> out, const ExecContext& context,
-                        std::string_view filter, bool has_cuda_variant) {
-  check_same_dims(in.dims, out.dims);
+namespace {
+
+// Device and threads for a filter run: the parts of prepare_run that do not read the voxels.
+PreparedRun route(const Dims& in, const Dims& out, const ExecContext& context, std::string_view filter,
+                  bool has_cuda_variant) {
+  check_same_dims(in, out);
   PreparedRun run;
   if (!has_cuda_variant && context.device == Device::Cuda) {
     throw Error(ErrorKind::Unsupported, fmt::format("the {} filter has no CUDA variant yet; use --device cpu", filter));
   }
   run.device = has_cuda_variant ? available_device(context.device) : Device::Cpu;
   // Left to us, a volume too large for the CUDA kernels runs on the CPU.
-  if (context.device == Device::Auto && in.dims.count() > kMaxCudaVoxels) run.device = Device::Cpu;
+  if (context.device == Device::Auto && in.count() > kMaxCudaVoxels) run.device = Device::Cpu;
   run.threads = resolve_threads(context.threads);
   // Left to us (0), a small image gets fewer threads: the filters synchronise their threads once
   // per displacement or pass, and on a 16-core host that cost more than the work on images of a
   // few ten thousand voxels (a 64 x 64 x 7 volume filtered 4x slower on 16 threads than on 2).
   constexpr std::int64_t kVoxelsPerThread = 8192;
   if (context.threads == 0) {
-    run.threads = int(std::clamp<std::int64_t>(in.dims.count() / kVoxelsPerThread, 1, run.threads));
+    run.threads = int(std::clamp<std::int64_t>(in.count() / kVoxelsPerThread, 1, run.threads));
   }
+  return run;
+}
+
+template <class T>
+bool overlap(ConstVolumeView<T> in, VolumeView<float> out) {
+  const auto* a = reinterpret_cast<const char*>(in.data);
+  const auto* b = reinterpret_cast<const char*>(out.data);
+  return a < b + out.dims.count() * std::int64_t(sizeof(float)) && b < a + in.dims.count() * std::int64_t(sizeof(T));
+}
+
+}  // namespace
+
+PreparedRun prepare_run(ConstVolumeView<float> in, VolumeView<float> out, const ExecContext& context,
+                        std::string_view filter, bool has_cuda_variant) {
+  PreparedRun run = route(in.dims, out.dims, context, filter, has_cuda_variant);
   check_finite(in, run.threads);
   run.input = in;
-  const float* in_end = in.data + in.dims.count();
-  const float* out_end = out.data + out.dims.count();
-  if (in.data < out_end && out.data < in_end) {
-    run.input_copy.assign(in.data, in_end);
+  if (overlap(in, out)) {
+    run.input_copy.assign(in.data, in.data + in.dims.count());
     run.input.data = run.input_copy.data();
   }
   return run;
+}
+
+PreparedRun prepare_run(ConstVolumeView<std::int16_t> in, VolumeView<float> out, const ExecContext& context,
+                        std::string_view filter, bool has_cuda_variant) {
+  PreparedRun run = route(in.dims, out.dims, context, filter, has_cuda_variant);
+  run.int16_input = in;
+  if (overlap(in, out)) {
+    run.int16_copy.assign(in.data, in.data + in.dims.count());
+    run.int16_input->data = run.int16_copy.data();
+  }
+  run.input.dims = in.dims;
+  return run;
+}
+
+ConstVolumeView<float> PreparedRun::float_input() {
+  if (!int16_input) return input;
+  const ConstVolumeView<std::int16_t> in = *int16_input;
+  input_copy.resize(std::size_t(in.dims.count()));
+  cpu::for_each_piece(in.dims.count(), std::int64_t(1) << 20, threads, [&](std::int64_t, std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) input_copy[std::size_t(i)] = float(in.data[i]);
+  });
+  return {input_copy.data(), in.dims};
+}
+
+std::pair<float, float> PreparedRun::value_range() const {
+  constexpr std::int64_t kPiece = 1 << 20;
+  const std::int64_t n = input.dims.count();
+  std::vector<std::pair<float, float>> pieces(std::size_t((n + kPiece - 1) / kPiece));
+  cpu::for_each_piece(n, kPiece, threads, [&](std::int64_t piece, std::int64_t begin, std::int64_t end) {
+    auto range = [&](const auto* data) {
+      auto lo = data[begin], hi = data[begin];
+      for (std::int64_t i = begin; i < end; ++i) lo = std::min(lo, data[i]), hi = std::max(hi, data[i]);
+      return std::pair<float, float>(float(lo), float(hi));
+    };
+    pieces[std::size_t(piece)] = int16_input ? range(int16_input->data) : range(input.data);
+  });
+  std::pair<float, float> all = pieces.front();
+  for (const auto& [lo, hi] : pieces) all = {std::min(all.first, lo), std::max(all.second, hi)};
+  return all;
 }
 
 }  // namespace detail

@@ -6,7 +6,10 @@
 
 #include <ctdenoise/error.hpp>
 
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 #include <string_view>
 #include <vector>
 
@@ -15,15 +18,25 @@ namespace ctd::detail {
 // What every filter checks before it runs: matching dims, an available device, a valid thread
 // count, finite input. The filters read the input while writing the output, so when the two
 // overlap, `input` points at a private copy.
+// Int16 input (CT's stored type) stays int16 in `int16_input`: the CUDA filters upload it as it
+// is and convert it there; float_input() converts it for the CPU filters.
 struct PreparedRun {
   Device device = Device::Cpu;
   int threads = 1;
   ConstVolumeView<float> input;
+  std::optional<ConstVolumeView<std::int16_t>> int16_input;
   std::vector<float> input_copy;
+  std::vector<std::int16_t> int16_copy;
+  // `input`, or int16_input converted on all cores (held in input_copy).
+  ConstVolumeView<float> float_input();
+  // The least and greatest input voxel, on all cores.
+  std::pair<float, float> value_range() const;
 };
 // `filter` names the filter for messages; without a CUDA variant, auto means the CPU and cuda is
 // Unsupported.
 PreparedRun prepare_run(ConstVolumeView<float> in, VolumeView<float> out, const ExecContext& context,
+                        std::string_view filter, bool has_cuda_variant);
+PreparedRun prepare_run(ConstVolumeView<std::int16_t> in, VolumeView<float> out, const ExecContext& context,
                         std::string_view filter, bool has_cuda_variant);
 
 // Parses the name of an algorithm enum from its to_string names; InvalidArgument lists them.

@@ -81,8 +81,10 @@ NlmAlgorithm resolve_algorithm(NlmAlgorithm requested, Device device) {
 
 }  // namespace
 
-FilterRun nlm(ConstVolumeView<float> in, VolumeView<float> out, const NlmParams& params,
-              const ExecContext& context) {
+namespace {
+
+template <class T>
+FilterRun nlm_from_host(ConstVolumeView<T> in, VolumeView<float> out, const NlmParams& params, const ExecContext& context) {
   validate(params);
   detail::PreparedRun run = detail::prepare_run(in, out, context, "NLM", true);
   // With the device left to us, a CPU-only variant runs on the CPU rather than failing.
@@ -91,11 +93,13 @@ FilterRun nlm(ConstVolumeView<float> in, VolumeView<float> out, const NlmParams&
 #if CTD_HAVE_CUDA
   if (run.device == Device::Cuda) {
     cuda::check_nlm_supported(in.dims, params, algorithm);
-    const cuda::HostTimes times = cuda::nlm_host(run.input, out, params, algorithm);
+    const cuda::HostTimes times = run.int16_input ? cuda::nlm_host(*run.int16_input, out, params, algorithm)
+                                                  : cuda::nlm_host(run.input, out, params, algorithm);
     if (context.progress) context.progress(1.0);
     return {Device::Cuda, std::string(to_string(algorithm)), 0, times.details()};
   }
 #endif
+  const ConstVolumeView<float> input = run.float_input();
   cpu::ThreadPool pool(run.threads);
   if (algorithm == NlmAlgorithm::Blockwise) {
     if (params.distance != PatchDistance::L2 || params.patch_kernel != PatchKernel::Uniform ||
@@ -103,11 +107,22 @@ FilterRun nlm(ConstVolumeView<float> in, VolumeView<float> out, const NlmParams&
       throw Error(ErrorKind::Unsupported, "blockwise NLM takes the uniform L2 patch distance and the formula centre "
                                           "weight only");
     }
-    cpu::nlm_blockwise(run.input, out, params, pool, context.progress);
+    cpu::nlm_blockwise(input, out, params, pool, context.progress);
     return {run.device, std::string(to_string(algorithm)), run.threads, {{"approximate", 1.0}}};
   }
-  cpu::nlm_displacement(run.input, out, params, pool, context.progress);
+  cpu::nlm_displacement(input, out, params, pool, context.progress);
   return {run.device, std::string(to_string(algorithm)), run.threads, {}};
+}
+
+}  // namespace
+
+FilterRun nlm(ConstVolumeView<float> in, VolumeView<float> out, const NlmParams& params, const ExecContext& context) {
+  return nlm_from_host(in, out, params, context);
+}
+
+FilterRun nlm(ConstVolumeView<std::int16_t> in, VolumeView<float> out, const NlmParams& params,
+              const ExecContext& context) {
+  return nlm_from_host(in, out, params, context);
 }
 
 FilterRun nlm_device(const float* device_in, float* device_out, const Dims& dims, const NlmParams& params,

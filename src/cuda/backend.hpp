@@ -26,14 +26,15 @@ void nlm_device(const float* in, float* out, const Dims& dims, const NlmParams& 
 // The stages of a call from host memory: upload and download as the host waited for them (ms),
 // the kernels by CUDA events.
 struct HostTimes {
-  double upload_ms = 0, kernel_ms = 0, download_ms = 0;
+  double upload_ms = 0, kernel_ms = 0, download_ms = 0, upload_bytes = 0;
   // As FilterRun::details.
   std::map<std::string, double> details() const {
-    return {{"upload_ms", upload_ms}, {"kernel_ms", kernel_ms}, {"download_ms", download_ms}};
+    return {{"upload_ms", upload_ms}, {"kernel_ms", kernel_ms}, {"download_ms", download_ms}, {"upload_bytes", upload_bytes}};
   }
 };
-// Upload, filter, download, synchronise.
+// Upload, filter, download, synchronise (int16 input converted on the device).
 HostTimes nlm_host(ConstVolumeView<float> in, VolumeView<float> out, const NlmParams& params, NlmAlgorithm algorithm);
+HostTimes nlm_host(ConstVolumeView<std::int16_t> in, VolumeView<float> out, const NlmParams& params, NlmAlgorithm algorithm);
 
 // Bilateral: Unsupported for what the variant cannot take (before any work).
 void check_bilateral_supported(const Dims& dims, const BilateralParams& params, const std::array<int, 3>& radius,
@@ -50,5 +51,8 @@ std::pair<float, float> value_range_device(const float* in, const Dims& dims, Cu
 HostTimes bilateral_host(ConstVolumeView<float> in, VolumeView<float> out, const BilateralParams& params,
                               const std::array<int, 3>& radius, BilateralAlgorithm algorithm,
                               const CompressiveSettings& settings, float lo);
+HostTimes bilateral_host(ConstVolumeView<std::int16_t> in, VolumeView<float> out, const BilateralParams& params,
+                         const std::array<int, 3>& radius, BilateralAlgorithm algorithm, const CompressiveSettings& settings,
+                         float lo);
 
 }  // namespace ctd::cuda

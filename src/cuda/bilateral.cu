@@ -1085,14 +1085,31 @@ void bilateral_device(const float* d_in, float* d_out, const Dims& dims, const B
   run_bilateral(d_in, d_out, dims, params, radius, algorithm, settings, lo, work, stream);
 }
 
-HostTimes bilateral_host(ConstVolumeView<float> in, VolumeView<float> out, const BilateralParams& params,
-                         const std::array<int, 3>& radius, BilateralAlgorithm algorithm,
-                         const CompressiveSettings& settings, float lo) {
+namespace {
+
+template <class T>
+HostTimes bilateral_from_host(ConstVolumeView<T> in, VolumeView<float> out, const BilateralParams& params,
+                              const std::array<int, 3>& radius, BilateralAlgorithm algorithm,
+                              const CompressiveSettings& settings, float lo) {
   return run_from_host(in, out, work_floats(in.dims, params, radius, algorithm) * sizeof(float),
                        [&](const float* d_in, float* d_out, void* work, cudaStream_t stream) {
                          run_bilateral(d_in, d_out, in.dims, params, radius, algorithm, settings, lo,
                                        static_cast<float*>(work), stream);
                        });
+}
+
+}  // namespace
+
+HostTimes bilateral_host(ConstVolumeView<float> in, VolumeView<float> out, const BilateralParams& params,
+                         const std::array<int, 3>& radius, BilateralAlgorithm algorithm,
+                         const CompressiveSettings& settings, float lo) {
+  return bilateral_from_host(in, out, params, radius, algorithm, settings, lo);
+}
+
+HostTimes bilateral_host(ConstVolumeView<std::int16_t> in, VolumeView<float> out, const BilateralParams& params,
+                         const std::array<int, 3>& radius, BilateralAlgorithm algorithm,
+                         const CompressiveSettings& settings, float lo) {
+  return bilateral_from_host(in, out, params, radius, algorithm, settings, lo);
 }
 
 }  // namespace ctd::cuda

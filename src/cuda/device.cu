@@ -197,13 +197,34 @@ void release_host_call_memory() noexcept {
   cache.memory = DeviceBuffer<std::byte>();
 }
 
-void copy_to_device(float* device, const float* host, std::size_t count, cudaStream_t stream) {
-  const std::size_t bytes = count * sizeof(float);
+void copy_bytes_to_device(void* device, const void* host, std::size_t bytes, cudaStream_t stream) {
   if (bytes <= kDirectBytes) {
     CTD_CUDA_CHECK(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, stream));
     return;
   }
-  staging().to_device(reinterpret_cast<char*>(device), reinterpret_cast<const char*>(host), bytes, stream);
+  staging().to_device(static_cast<char*>(device), static_cast<const char*>(host), bytes, stream);
+}
+
+void copy_to_device(float* device, const float* host, std::size_t count, cudaStream_t stream) {
+  copy_bytes_to_device(device, host, count * sizeof(float), stream);
+}
+
+namespace {
+
+__global__ void int16_to_float_kernel(const std::int16_t* __restrict__ in, float* __restrict__ out, std::size_t count) {
+  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += std::size_t(gridDim.x) * blockDim.x) {
+    out[i] = float(in[i]);
+  }
+}
+
+}  // namespace
+
+void int16_to_float(const std::int16_t* in, float* out, std::size_t count, cudaStream_t stream) {
+  if (count == 0) return;
+  constexpr unsigned kThreads = 256;
+  const unsigned blocks = unsigned(std::min<std::size_t>((count + kThreads - 1) / kThreads, 65535));
+  int16_to_float_kernel<<<blocks, kThreads, 0, stream>>>(in, out, count);
+  CTD_CUDA_CHECK(cudaGetLastError());
 }
 
 void copy_to_host(float* host, const float* device, std::size_t count, cudaStream_t stream) {

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <initializer_list>
 #include <utility>
 
@@ -74,6 +75,9 @@ class HostCallMemory {
 // buffers (kept per host thread), filled and drained on up to 8 cores while the previous chunk is
 // on the bus. Both return when the host memory may be reused (to_host: when it holds the data).
 void copy_to_device(float* device, const float* host, std::size_t count, cudaStream_t stream);
+void copy_bytes_to_device(void* device, const void* host, std::size_t bytes, cudaStream_t stream);
+// Queues out[i] = in[i] for `count` voxels on `stream` (exact: every int16 is a float).
+void int16_to_float(const std::int16_t* in, float* out, std::size_t count, cudaStream_t stream);
 void copy_to_host(float* host, const float* device, std::size_t count, cudaStream_t stream);
 
 // Milliseconds the host spent in f().

@@ -461,12 +461,25 @@ void nlm_device(const float* in, float* out, const Dims& dims, const NlmParams& 
   run_variant(in, out, dims, params, algorithm, workspace, stream);
 }
 
-HostTimes nlm_host(ConstVolumeView<float> in, VolumeView<float> out, const NlmParams& params, NlmAlgorithm algorithm) {
+namespace {
+
+template <class T>
+HostTimes nlm_from_host(ConstVolumeView<T> in, VolumeView<float> out, const NlmParams& params, NlmAlgorithm algorithm) {
   const std::size_t workspace = workspace_floats(make_params(in.dims, params), params, algorithm);
   return run_from_host(in, out, workspace * sizeof(float),
                        [&](const float* d_in, float* d_out, void* work, cudaStream_t stream) {
                          run_variant(d_in, d_out, in.dims, params, algorithm, static_cast<float*>(work), stream);
                        });
+}
+
+}  // namespace
+
+HostTimes nlm_host(ConstVolumeView<float> in, VolumeView<float> out, const NlmParams& params, NlmAlgorithm algorithm) {
+  return nlm_from_host(in, out, params, algorithm);
+}
+
+HostTimes nlm_host(ConstVolumeView<std::int16_t> in, VolumeView<float> out, const NlmParams& params, NlmAlgorithm algorithm) {
+  return nlm_from_host(in, out, params, algorithm);
 }
 
 }  // namespace ctd::cuda
