@@ -1,7 +1,8 @@
 """The arrays ctdenoise takes, and how they reach the C++ library.
 
 Host arrays (numpy, PyTorch CPU tensors, anything numpy.asarray takes) go to the C++ host API as
-float32 in place when they already are float32 and contiguous. GPU arrays (CuPy, PyTorch CUDA
+float32 in place when they already are float32 and contiguous, and as int16 in place when they
+are int16 and contiguous (the library uploads int16 as it is and converts on the GPU). GPU arrays (CuPy, PyTorch CUDA
 tensors, any object with ``__cuda_array_interface__`` or a CUDA ``__dlpack__``) stay on the GPU:
 the C++ device API reads and writes their memory on the caller's current stream.
 
@@ -83,13 +84,29 @@ class HostImage(_Image):
         # A Fortran-ordered array is a C-ordered one with its axes reversed: use that view.
         self.reversed = not array.flags.c_contiguous and array.flags.f_contiguous
         view = array.T if self.reversed else array
-        self.data = np.ascontiguousarray(view, dtype=np.float32)
-        self.dims = _dims(self.data.shape)
+        # int16 (CT's stored type) goes to the filters as it is: on CUDA it is uploaded as int16,
+        # half the bytes, and converted there. A float32 copy is made only where one is needed
+        # (the automatic parameters' noise model, file output).
+        if array.dtype == np.int16:
+            self.voxels = np.ascontiguousarray(view)
+            self._data = None
+        else:
+            self._data = np.ascontiguousarray(view, dtype=np.float32)
+            self.voxels = self._data
+        self.c_shape = self.voxels.shape
+        self.dims = _dims(self.c_shape)
+
+    @property
+    def data(self) -> np.ndarray:
+        """The voxels as float32, C-ordered (made from int16 voxels on first use)."""
+        if self._data is None:
+            self._data = self.voxels.astype(np.float32)
+        return self._data
 
     def output(self, out):
         """The C-ordered float32 array the filter writes, from `out` (checked) or new."""
         if out is None:
-            return np.empty(self.data.shape, dtype=np.float32)
+            return np.empty(self.c_shape, dtype=np.float32)
         array = out.detach().numpy() if framework(out) == "torch" else out
         if not isinstance(array, np.ndarray):
             raise TypeError(f"out must be a numpy array (or CPU tensor) like the image, got {type(out).__name__}")
@@ -98,7 +115,7 @@ class HostImage(_Image):
         view = array.T if self.reversed else array
         if not view.flags.c_contiguous:
             raise ValueError("out must have the image's memory order (C or Fortran) and be contiguous")
-        if np.shares_memory(view, self.data):
+        if np.shares_memory(view, self.voxels):
             raise ValueError("out must not share memory with the image")
         return view
 

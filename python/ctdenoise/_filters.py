@@ -63,7 +63,7 @@ class _Run:
             return image.result(target, out), run
         if isinstance(image, HostImage):
             target = image.output(out)
-            run = self.timed("filter", lambda: host_call(image.data, target))
+            run = self.timed("filter", lambda: host_call(image.voxels, target))
             return image.result(target, out), run
         # A GPU array filtered on the CPU: down, filter, up.
         host_out = np.empty(image.data.shape, dtype=np.float32)

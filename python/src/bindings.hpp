@@ -15,6 +15,7 @@ using namespace nb::literals;
 
 // Host voxels as the Python layer hands them over: float32, C-contiguous, x fastest.
 using HostIn = nb::ndarray<const float, nb::c_contig, nb::device::cpu>;
+using HostInInt16 = nb::ndarray<const std::int16_t, nb::c_contig, nb::device::cpu>;  // filters only
 using HostOut = nb::ndarray<float, nb::c_contig, nb::device::cpu>;
 using DimsTuple = std::tuple<std::int64_t, std::int64_t, std::int64_t>;  // (nx, ny, nz)
 

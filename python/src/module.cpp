@@ -9,6 +9,7 @@
 #include <ctdenoise/ctdenoise.hpp>
 
 #include <nanobind/stl/array.h>
+#include <type_traits>
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
@@ -174,27 +175,38 @@ void bind_filters(nb::module_& m) {
   m.def("validate_nlm", [](const NlmParams& p) { validate(p); });
   m.def("validate_bilateral", [](const BilateralParams& p) { validate(p); });
 
-  m.def("nlm_host", [](HostIn in, HostOut out, DimsTuple dims, const NlmParams& p, const std::string& device, int threads) {
+  // Host voxels as float32 or int16 (the library uploads int16 as it is); nanobind picks by dtype.
+  auto nlm_host = [](auto in, HostOut out, DimsTuple dims, const NlmParams& p, const std::string& device, int threads) {
     const Dims d = to_dims(dims);
     require_size(in.size(), d, "image");
     require_size(out.size(), d, "out");
     const ExecContext context = make_context(device, threads);
-    return run_dict(without_gil([&] { return nlm({in.data(), d}, {out.data(), d}, p, context); }));
-  });
+    using T = std::remove_const_t<typename decltype(in)::Scalar>;
+    return run_dict(without_gil([&] { return nlm(ConstVolumeView<T>{in.data(), d}, {out.data(), d}, p, context); }));
+  };
+  m.def("nlm_host", [=](HostIn in, HostOut out, DimsTuple dims, const NlmParams& p, const std::string& device,
+                        int threads) { return nlm_host(in, out, dims, p, device, threads); });
+  m.def("nlm_host", [=](HostInInt16 in, HostOut out, DimsTuple dims, const NlmParams& p, const std::string& device,
+                        int threads) { return nlm_host(in, out, dims, p, device, threads); });
   m.def("nlm_cuda", [](std::uintptr_t in, std::uintptr_t out, DimsTuple dims, const NlmParams& p, std::uintptr_t stream,
                        int ordinal) {
     const Dims d = to_dims(dims);
     const DeviceScope scope(ordinal);
     return run_dict(nlm_device(reinterpret_cast<const float*>(in), reinterpret_cast<float*>(out), d, p, as_stream(stream)));
   });
-  m.def("bilateral_host", [](HostIn in, HostOut out, DimsTuple dims, const BilateralParams& p, const std::string& device,
-                             int threads) {
+  auto bilateral_host = [](auto in, HostOut out, DimsTuple dims, const BilateralParams& p, const std::string& device,
+                           int threads) {
     const Dims d = to_dims(dims);
     require_size(in.size(), d, "image");
     require_size(out.size(), d, "out");
     const ExecContext context = make_context(device, threads);
-    return run_dict(without_gil([&] { return bilateral({in.data(), d}, {out.data(), d}, p, context); }));
-  });
+    using T = std::remove_const_t<typename decltype(in)::Scalar>;
+    return run_dict(without_gil([&] { return bilateral(ConstVolumeView<T>{in.data(), d}, {out.data(), d}, p, context); }));
+  };
+  m.def("bilateral_host", [=](HostIn in, HostOut out, DimsTuple dims, const BilateralParams& p, const std::string& device,
+                              int threads) { return bilateral_host(in, out, dims, p, device, threads); });
+  m.def("bilateral_host", [=](HostInInt16 in, HostOut out, DimsTuple dims, const BilateralParams& p,
+                              const std::string& device, int threads) { return bilateral_host(in, out, dims, p, device, threads); });
   m.def("bilateral_cuda", [](std::uintptr_t in, std::uintptr_t out, DimsTuple dims, const BilateralParams& p,
                              std::uintptr_t stream, int ordinal, std::optional<std::pair<float, float>> value_range) {
     const Dims d = to_dims(dims);

@@ -64,6 +64,22 @@ def test_integer_and_double_input_equal_their_float32_values(rng, dtype):
     np.testing.assert_array_equal(got, ctdenoise.nlm(image.astype(np.float32), h=20.0, search_radius=2, device="cpu"))
 
 
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_int16_goes_to_the_library_as_int16_with_the_float32_result(rng, order):
+    image = np.asarray(np.round(structured(rng, (9, 14, 12)) * 10), dtype=np.int16, order=order)
+    image = image if order == "C" else np.asfortranarray(image.T)
+    device = "cuda" if ctdenoise.cuda_available() else "cpu"
+    for filter_call in (lambda a: ctdenoise.nlm(a, h=200.0, search_radius=2, device=device, return_info=True),
+                        lambda a: ctdenoise.bilateral(a, sigma_range=300.0, device=device, return_info=True)):
+        got, info = filter_call(image)
+        want, want_info = filter_call(image.astype(np.float32))
+        assert got.dtype == np.float32
+        np.testing.assert_array_equal(got, want)
+        if device == "cuda":
+            assert info["details"]["upload_bytes"] == image.size * 2
+            assert want_info["details"]["upload_bytes"] == image.size * 4
+
+
 def test_fortran_order_is_the_same_volume_with_axes_reversed(rng):
     c_order = structured(rng, (8, 11, 13))
     f_order = np.asfortranarray(c_order.T)  # shape (x, y, z), x still fastest in memory
