@@ -63,6 +63,9 @@ struct ImageInfo {
 struct Image {
   Volume volume;
   ImageInfo info;
+  // The voxels as the file stores them, where ReadOptions::keep_int16 asked for them and the file
+  // holds plain int16 voxels equal to `volume`'s (raw, NRRD, MetaImage); otherwise empty.
+  std::vector<std::int16_t, ctd::detail::UninitializedAllocator<std::int16_t>> int16_voxels;
 };
 
 struct ReadOptions {
@@ -72,6 +75,9 @@ struct ReadOptions {
   // read; 0: no limit. The reason ends the message, e.g. "CUDA takes under 2^31 voxels".
   std::int64_t max_voxels = 0;
   std::string max_voxels_reason;
+  // Also keep plain int16 voxels as stored (Image::int16_voxels): the filters upload int16 to the
+  // GPU as it is, half the bytes of float32.
+  bool keep_int16 = false;
 };
 
 Image read_image(const std::filesystem::path& path, const ReadOptions& options = {});

@@ -293,11 +293,11 @@ Image read_itk(const fs::path& original_path, const ReadOptions& options) {
       }
       if (plain) {
         reader->UpdateOutputInformation();
-        Volume volume = empty_volume(*reader->GetOutput());
+        image.volume = empty_volume(*reader->GetOutput());
         read_plain_voxels(layout->file, layout->offset, image.info.pixel_type, layout->byte_order.value_or(ByteOrder::Little),
-                          volume.size(), volume.data());
+                          options, image);
         image.info.stages.emplace_back("file", clock.lap());  // read and converted in one pass
-        return volume;
+        return std::move(image.volume);
       }
       reader->Update();
       image.info.stages.emplace_back("file", clock.lap());

@@ -9,11 +9,14 @@
 
 #include <cerrno>
 #include <cstring>
+#include <type_traits>
 
 namespace ctd::io::detail {
 
-void read_plain_voxels(const fs::path& file, std::uint64_t offset, PixelType type, ByteOrder order, std::int64_t count,
-                       float* out) {
+namespace {
+
+void read_pieces(const fs::path& file, std::uint64_t offset, PixelType type, ByteOrder order, std::int64_t count, float* out,
+                 std::int16_t* stored) {
   const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) fail(ErrorKind::Io, fmt::format("cannot open {}: {}", quoted(file), std::strerror(errno)));
   struct Closer {
@@ -43,8 +46,25 @@ void read_plain_voxels(const fs::path& file, std::uint64_t offset, PixelType typ
       }
       if (swap) swap_bytes(bytes, std::size_t(end - begin), sizeof(T));
       for (std::int64_t i = 0; i < end - begin; ++i) out[begin + i] = static_cast<float>(buffer[std::size_t(i)]);
+      if constexpr (std::is_same_v<T, std::int16_t>) {
+        if (stored) std::memcpy(stored + begin, buffer.data(), std::size_t(end - begin) * sizeof(T));
+      }
     });
   });
+}
+
+}  // namespace
+
+void read_plain_voxels(const fs::path& file, std::uint64_t offset, PixelType type, ByteOrder order, std::int64_t count,
+                       float* out) {
+  read_pieces(file, offset, type, order, count, out, nullptr);
+}
+
+void read_plain_voxels(const fs::path& file, std::uint64_t offset, PixelType type, ByteOrder order, const ReadOptions& options,
+                       Image& image) {
+  const bool keep = options.keep_int16 && type == PixelType::Int16;
+  if (keep) image.int16_voxels.resize(std::size_t(image.volume.size()));  // not zeroed: every voxel is read
+  read_pieces(file, offset, type, order, image.volume.size(), image.volume.data(), keep ? image.int16_voxels.data() : nullptr);
 }
 
 }  // namespace ctd::io::detail

@@ -35,7 +35,7 @@ Image read_raw(const fs::path& path, const RawLayout& layout, const ReadOptions&
   Geometry geometry;
   geometry.spacing = layout.spacing;
   image.volume = Volume(d, geometry);
-  read_plain_voxels(path, layout.header_bytes, layout.type, layout.byte_order, d.count(), image.volume.data());
+  read_plain_voxels(path, layout.header_bytes, layout.type, layout.byte_order, options, image);
   image.info.stages.emplace_back("file", clock.lap());  // read and converted in one pass
   image.info.path = path;
   image.info.format = Format::Raw;

@@ -189,6 +189,33 @@ TEST(Io, RawRoundTripBothByteOrders) {
   EXPECT_NE(ctd::io::read_image(dir / "le.raw", swapped).volume.data()[1], v.data()[1]);
 }
 
+// Plain int16 voxels are kept as stored where asked for (the CLI uploads them to the GPU), equal
+// to the float volume; nowhere else.
+TEST(Io, KeepsPlainInt16VoxelsWhereAskedFor) {
+  TempDir dir;
+  const ctd::Volume v = pattern({13, 7, 5}, -3000, 3000);
+  ctd::io::ReadOptions keep;
+  keep.keep_int16 = true;
+  ctd::io::ImageInfo big_endian = info_of(PixelType::Int16);
+  big_endian.raw = ctd::io::RawLayout{v.dims(), PixelType::Int16, ctd::io::ByteOrder::Big, {1, 1, 1}, 0};
+  ctd::io::write_image(v, big_endian, dir / "be.raw");
+  for (const char* name : {"v.nrrd", "v.mha", "v.mhd", "be.raw"}) {
+    if (std::string(name) != "be.raw") ctd::io::write_image(v, info_of(PixelType::Int16), dir / name);
+    ctd::io::ReadOptions options = keep;
+    if (std::string(name) == "be.raw") options.raw = big_endian.raw;
+    const auto back = ctd::io::read_image(dir / name, options);
+    ASSERT_EQ(back.int16_voxels.size(), std::size_t(v.size())) << name;
+    for (std::int64_t i = 0; i < v.size(); ++i) ASSERT_EQ(float(back.int16_voxels[std::size_t(i)]), back.volume.data()[i]) << name << " " << i;
+    expect_same_voxels(v, back.volume);
+    options.keep_int16 = false;
+    EXPECT_TRUE(ctd::io::read_image(dir / name, options).int16_voxels.empty()) << name;
+  }
+  ctd::io::write_image(v, info_of(PixelType::Float32), dir / "f.nrrd");
+  ctd::io::write_image(v, info_of(PixelType::Int16), dir / "v.nii.gz");
+  EXPECT_TRUE(ctd::io::read_image(dir / "f.nrrd", keep).int16_voxels.empty()) << "float32 voxels";
+  EXPECT_TRUE(ctd::io::read_image(dir / "v.nii.gz", keep).int16_voxels.empty()) << "NIfTI: not kept";
+}
+
 TEST(Io, RawWithHeaderSkipsIt) {
   TempDir dir;
   std::ofstream(dir / "h.raw", std::ios::binary).write("HEADER\x01\x00\x02\x00", 10);
