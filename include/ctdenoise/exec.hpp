@@ -32,9 +32,8 @@ Device available_device(Device requested);
 inline constexpr std::int64_t kMaxCudaVoxels = (std::int64_t(1) << 31) - 1;
 
 // Creates the CUDA context of the current device now, where there is one (the first CUDA call
-// otherwise pays for it: 0.1-0.5 s), and the pinned buffers of the first large call from host
-// memory. Never throws: a failure shows in the first real call. The CLI calls it on a thread of
-// its own while the input is being read.
+// otherwise pays for it: 0.1-0.5 s). Never throws: a failure shows in the first real call. The
+// CLI calls it on a thread of its own while the input is being read.
 void initialize_cuda() noexcept;
 
 // Filters called with host memory on CUDA keep their device memory (two volumes and the

@@ -17,9 +17,6 @@ std::string device_name();
 void release_host_call_memory() noexcept;
 // Creates the current device's context (cudaFree(nullptr)); throws ctd::Error on failure.
 void create_context();
-// Makes one set of the pinned staging buffers of host calls ahead, for the first thread that
-// copies a large volume (initialize_cuda).
-void prepare_staging();
 
 // Throws Unsupported for options or sizes the variant cannot take (before any work).
 void check_nlm_supported(const Dims& dims, const NlmParams& params, NlmAlgorithm algorithm);

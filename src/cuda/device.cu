@@ -9,8 +9,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <memory>
-#include <mutex>
 #include <unordered_map>
 
 namespace ctd::cuda {
@@ -143,22 +141,9 @@ class Staging {
   cpu::ThreadPool pool_;
 };
 
-// One set of staging buffers made ahead by prepare_staging (the thread that starts the context),
-// taken by the first thread that needs one: its pinned allocation and copy threads took the first
-// large host call of a command about 20 ms.
-std::mutex stash_mutex;
-std::unique_ptr<Staging> stash;
-
 Staging& staging() {
-  thread_local std::unique_ptr<Staging> instance;
-  if (!instance) {
-    {
-      const std::lock_guard<std::mutex> lock(stash_mutex);
-      instance = std::move(stash);
-    }
-    if (!instance) instance = std::make_unique<Staging>();
-  }
-  return *instance;
+  thread_local Staging instance;
+  return instance;
 }
 
 }  // namespace
@@ -210,12 +195,6 @@ void release_host_call_memory() noexcept {
   HostCallCache& cache = host_call_cache();
   if (cache.stream) cudaStreamSynchronize(cache.stream);
   cache.memory = DeviceBuffer<std::byte>();
-}
-
-void prepare_staging() {
-  auto made = std::make_unique<Staging>();
-  const std::lock_guard<std::mutex> lock(stash_mutex);
-  if (!stash) stash = std::move(made);
 }
 
 void copy_bytes_to_device(void* device, const void* host, std::size_t bytes, cudaStream_t stream) {
