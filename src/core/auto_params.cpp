@@ -115,16 +115,22 @@ Sample make_sample(ConstVolumeView<float> in, int reach_xy, int reach_z, const N
   auto corner = [&](i64 block) {
     return Corner{ox + (block % cx) * bxy, oy + (block / cx) % cy * bxy, oz + block / (cx * cy) * bz};
   };
+  // By rows of blocks, each image line read from end to end (a block's own lines are too short
+  // for the prefetchers: this scan took 0.05 s of the automatic h on 512 x 512 x 548).
   std::vector<unsigned char> candidate(std::size_t(cx * cy * cz), 0);
-  cpu::for_each_piece(cx * cy * cz, 16, 0, [&](i64, i64 begin, i64 end) {
-    for (i64 block = begin; block < end; ++block) {
-      const Corner c = corner(block);
-      i64 bad = 0;
-      for (i64 z = 0; z < bz; ++z)
-        for (i64 y = 0; y < bxy; ++y)
-          for (i64 x = 0; x < bxy; ++x) bad += usable(in.data[((c.z + z) * d.ny + c.y + y) * d.nx + c.x + x]) ? 0 : 1;
-      candidate[std::size_t(block)] = bad * 10 <= bxy * bxy * bz;
-    }
+  cpu::for_each_piece(cy * cz, 1, 0, [&](i64 row, i64, i64) {
+    const i64 y0 = oy + (row % cy) * bxy, z0 = oz + (row / cy) * bz;
+    std::vector<i64> bad(std::size_t(cx), 0);
+    for (i64 z = 0; z < bz; ++z)
+      for (i64 y = 0; y < bxy; ++y) {
+        const float* line = in.data + ((z0 + z) * d.ny + y0 + y) * d.nx + ox;
+        for (i64 bx = 0; bx < cx; ++bx) {
+          i64 count = 0;
+          for (i64 x = 0; x < bxy; ++x) count += usable(line[bx * bxy + x]) ? 0 : 1;
+          bad[std::size_t(bx)] += count;
+        }
+      }
+    for (i64 bx = 0; bx < cx; ++bx) candidate[std::size_t(row * cx + bx)] = bad[std::size_t(bx)] * 10 <= bxy * bxy * bz;
   });
   for (i64 block = 0; block < cx * cy * cz; ++block) {
     if (candidate[std::size_t(block)]) candidates.push_back(corner(block));
