@@ -1,0 +1,216 @@
+#include "filter_job.hpp"
+
+#include "preview.hpp"
+#include "report.hpp"
+
+#include <ctdenoise/metrics.hpp>
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <future>
+#include <optional>
+
+namespace ctd::cli {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+[[noreturn]] void invalid(const std::string& message) { throw Error(ErrorKind::InvalidArgument, message); }
+
+std::optional<Window> parse_window(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  const auto comma = text.find(',');
+  try {
+    if (comma == std::string::npos) throw std::invalid_argument(text);
+    const Window w{std::stod(text.substr(0, comma)), std::stod(text.substr(comma + 1))};
+    if (!(w.width > 0)) throw std::invalid_argument(text);
+    return w;
+  } catch (const std::exception&) {
+    invalid(fmt::format("--window must be CENTER,WIDTH with WIDTH > 0 (e.g. 40,400), got '{}'", text));
+  }
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+bool same_file(const fs::path& a, const fs::path& b) {
+  std::error_code ec;
+  return fs::exists(b, ec) && fs::equivalent(a, b, ec);
+}
+
+}  // namespace
+
+void run_filter(const InputOptions& input, const RunOptions& run, FilterJob& job,
+                const std::function<void(const io::Image&)>& before_filter) {
+  const auto start = std::chrono::steady_clock::now();
+  ExecContext context;
+  context.device = device_from_string(run.device);
+  context.threads = run.threads;
+  // The CUDA driver and context start (0.3-0.5 s) on a thread of their own while the input is
+  // read and the noise measured. A device asked for and missing is reported before the first
+  // filter run (the automatic strength's, or the filter's).
+  std::future<void> device_ready;
+  if (context.device != Device::Cpu && job.uses_device) {
+    device_ready = std::async(std::launch::async, [device = context.device] {
+      if (available_device(device) == Device::Cuda) initialize_cuda();
+    });
+  }
+  const auto window = parse_window(run.window);
+  io::WriteOptions write_options{run.overwrite, run.float_output, {}, run.compression_level, run.compress};
+  if (run.compression_level < 1 || run.compression_level > 12) {
+    invalid(fmt::format("--compression-level must be 1 (fastest) to 12 (smallest), got {}", run.compression_level));
+  }
+
+  io::ReadOptions read_options = input.read_options();
+  // Plain int16 voxels are kept as stored too, for an upload of half the bytes (on_input), where
+  // the filter will likely run on the GPU: asked for, or left to us with NVIDIA's driver present
+  // (asking CUDA would wait for the driver to start, which runs meanwhile on its own thread).
+  read_options.keep_int16 = job.uses_device && (context.device == Device::Cuda ||
+                                                (context.device == Device::Auto && fs::exists("/dev/nvidiactl")));
+  if (context.device == Device::Cuda) {
+    // Known from the header: refused before a volume is read for minutes.
+    read_options.max_voxels = kMaxCudaVoxels;
+    read_options.max_voxels_reason = "the CUDA filters take volumes of under 2^31 voxels; use --device cpu";
+  }
+  const auto read_start = std::chrono::steady_clock::now();
+  const io::Image image = [&] {
+    const StageLine shown(fmt::format("{}: reading {}", job.command, input.path), progress_wanted(run.quiet));
+    return io::read_image(input.path, read_options);
+  }();
+  const double read_s = seconds_since(read_start);
+  job.wait_for_device = [&] {
+    if (!device_ready.valid()) return;
+    const auto wait_start = std::chrono::steady_clock::now();
+    device_ready.get();
+    if (available_device(context.device) == Device::Cuda) job.stages.emplace_back(kDeviceWait, seconds_since(wait_start));
+  };
+  if (before_filter) before_filter(image);
+  job.wait_for_device();
+  write_options.description = job.description;  // complete now: it holds the automatic parameters
+  if (same_file(input.path, run.output) && !run.overwrite) {
+    throw Error(ErrorKind::Io, fmt::format("the output '{}' is the input; pass --overwrite to replace it", run.output));
+  }
+  io::check_output(run.output, image.info, image.volume.dims(), write_options);
+  for (const std::string& side : {run.json, run.preview}) {
+    if (side.empty()) continue;
+    if (fs::path(side) == fs::path(run.output)) invalid(fmt::format("'{}' is given as two different outputs", side));
+    io::check_side_output(side, run.overwrite);
+  }
+  if (!run.preview.empty() && !run.preview.ends_with(".png")) invalid("--preview must name a .png file");
+
+  Volume output(image.volume.dims(), image.volume.geometry);
+  // The report's look at the input (statistics, noise estimates: passes over the whole volume)
+  // runs on the idle cores while the GPU filters.
+  std::future<json> input_description;
+  if (!run.json.empty() && job.uses_device && available_device(context.device) == Device::Cuda) {
+    input_description = std::async(std::launch::async, [&image, model = job.parameters.value("noise_model", json(nullptr))] {
+      return describe_image(image.info, image.volume, model);
+    });
+  }
+  const auto filter_start = std::chrono::steady_clock::now();
+  FilterRun result;
+  {
+    ProgressBar bar(job.command, progress_wanted(run.quiet));
+    context.progress = [&](double f) { bar.update(f); };
+    result = job.filter(image, output, context);
+  }
+  const double filter_s = seconds_since(filter_start);
+  if (job.command == "nlm" || job.command == "bilateral") {
+    write_options.description += fmt::format(" variant={} device={}", result.algorithm, to_string(result.device));
+  }
+
+  // The output's statistics for the report are taken while the file is written (a pass over
+  // memory beside one bound by the file system).
+  std::future<json> output_statistics;
+  if (!run.json.empty()) {
+    output_statistics = std::async(std::launch::async, [&output] { return to_json(statistics(output.view())); });
+  }
+  const auto write_start = std::chrono::steady_clock::now();
+  const io::WriteResult written = [&] {
+    const StageLine shown(fmt::format("{}: writing {}", job.command, run.output), progress_wanted(run.quiet));
+    return io::write_image(output, image.info, run.output, write_options);
+  }();
+  io::StageTimes preview_stage;
+  if (!run.preview.empty()) {
+    timed_stage(preview_stage, "preview", fmt::format("{}: writing {}", job.command, run.preview), run.quiet, [&] {
+      const Picture pic = make_preview(image.volume, output, window);
+      io::write_gray8_png(pic.pixels, pic.width, pic.height, run.preview, run.overwrite);
+    });
+  }
+  const double write_s = seconds_since(write_start);
+
+  if (written.clamped_voxels > 0) {
+    fmt::print(stderr, "note: {} voxel(s) fell outside the {} range of the output and were clamped\n",
+               written.clamped_voxels, io::to_string(written.pixel_type));
+  }
+  if (!run.json.empty()) {
+    // The input's and output's statistics and noise estimates: whole-volume passes of their own
+    // (the input's already done during a GPU filter; then "report" is the wait for it, if any).
+    const auto report_start = std::chrono::steady_clock::now();
+    const StageLine shown(fmt::format("{}: measuring for the report", job.command), progress_wanted(run.quiet));
+    const json input_json = input_description.valid()
+                           ? input_description.get()
+                           : describe_image(image.info, image.volume, job.parameters.value("noise_model", json(nullptr)));
+    const json output_json = output_statistics.get();
+    const double report_s = seconds_since(report_start);
+    // Every stage in the order it ran; they add up to the total but for small gaps between them.
+    json stages = json::array();
+    auto add = [&](const std::string& name, double seconds) { stages.push_back({{"stage", name}, {"seconds", seconds}}); };
+    for (const auto& [name, seconds] : image.info.stages) add("read: " + name, seconds);
+    for (const auto& [name, seconds] : job.stages) add(name, seconds);
+    double filter_parts = 0;
+    for (const char* part : {"upload", "kernel", "download"}) {
+      if (const auto it = result.details.find(std::string(part) + "_ms"); it != result.details.end()) {
+        add(std::string("filter: ") + part, it->second / 1000);
+        filter_parts += it->second / 1000;
+      }
+    }
+    add(filter_parts > 0 ? "filter: host" : "filter", filter_s - filter_parts);
+    for (const auto& [name, seconds] : written.stages) add("write: " + name, seconds);
+    for (const auto& [name, seconds] : preview_stage) add(name, seconds);
+    add("report", report_s);
+    json report = {
+        {"ctdenoise", CTD_VERSION},
+        {"command", job.command},
+        {"parameters", job.parameters},
+        {"device", std::string(to_string(result.device))},
+        {"algorithm", result.algorithm},
+        {"threads", result.threads},
+        {"input", input_json},
+        {"output",
+         {{"path", run.output},
+          {"format", std::string(io::to_string(io::output_format(run.output)))},
+          {"pixel_type", std::string(io::to_string(written.pixel_type))},
+          {"clamped_voxels", written.clamped_voxels},
+          {"statistics", output_json}}},
+        {"timings_s",
+         {{"read", read_s}, {"filter", filter_s}, {"write", write_s}, {"report", report_s}, {"total", seconds_since(start)}}},
+        {"stages_s", stages},
+    };
+    double auto_s = 0;
+    bool any_auto = false;
+    for (const auto& [name, seconds] : job.stages) {
+      if (name == kDeviceWait) continue;
+      auto_s += seconds;
+      any_auto = true;
+    }
+    if (any_auto) report["timings_s"]["auto"] = auto_s;
+    if (result.device == Device::Cuda) report["gpu"] = cuda_device_name();
+    if (!result.details.empty()) report["details"] = result.details;
+    if (!run.preview.empty()) report["preview"] = run.preview;
+    io::write_text_file(report.dump(2) + "\n", run.json, run.overwrite);
+  }
+  const Dims d = output.dims();
+  const std::string where = result.device == Device::Cuda ? cuda_device_name()
+                            : result.threads > 0 ? fmt::format("{} thread{}", result.threads, result.threads == 1 ? "" : "s")
+                                                 : std::string("cpu");
+  fmt::print("{}: wrote {} ({}x{}x{} {}) in {:.2f} s ({} {:.2f} s: {}, {})\n", job.command, run.output, d.nx, d.ny, d.nz,
+             io::to_string(written.pixel_type), seconds_since(start), job.command, filter_s, result.algorithm, where);
+  if (!run.preview.empty()) fmt::print("{}: preview {}\n", job.command, run.preview);
+  if (!run.json.empty()) fmt::print("{}: report {}\n", job.command, run.json);
+}
+
+}  // namespace ctd::cli

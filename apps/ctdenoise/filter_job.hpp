@@ -1,0 +1,62 @@
+#pragma once
+// One filter run from file to file (nlm, bilateral, simulate, convert): read, the filter, write,
+// the JSON report, each stage timed.
+
+#include "commands.hpp"
+#include "progress.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace ctd::cli {
+
+// One filter run from file to file: everything that can fail cheaply is checked before the
+// filter runs, and nothing is written unless the filter succeeded.
+struct FilterJob {
+  std::string command;  // "nlm" | "bilateral"
+  nlohmann::json parameters;
+  std::string description;  // for DICOM DerivationDescription
+  std::function<FilterRun(const io::Image& in, Volume& out, const ExecContext&)> filter;
+  io::StageTimes stages;  // before the filter: "noise model", "automatic h" (seconds)
+  std::function<void()> wait_for_device;  // until the device is ready (or known missing: throws)
+  bool uses_device = true;                 // false: CPU work only (convert), no GPU started
+};
+
+// Runs `filter` on the input as it is best uploaded: its stored int16 voxels when the reader kept
+// them and the filter runs on the GPU (half the bytes of float32, the same output), else the float
+// volume.
+template <class Filter>
+FilterRun on_input(const io::Image& in, const ExecContext& context, Filter&& filter) {
+  if (!in.int16_voxels.empty() && available_device(context.device) == Device::Cuda) {
+    return filter(ConstVolumeView<std::int16_t>{in.int16_voxels.data(), in.volume.dims()});
+  }
+  return filter(in.volume.view());
+}
+
+// The stage of waiting for the GPU's driver and context, started at the beginning of the command.
+constexpr const char* kDeviceWait = "waiting for the GPU to start";
+
+// A stage's line on stderr while it runs, and its time in `stages`.
+template <class F>
+decltype(auto) timed_stage(io::StageTimes& stages, const std::string& name, const std::string& line, bool quiet, F&& f) {
+  const auto start = std::chrono::steady_clock::now();
+  struct Record {
+    io::StageTimes& stages;
+    const std::string& name;
+    std::chrono::steady_clock::time_point start;
+    ~Record() { stages.emplace_back(name, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()); }
+  } record{stages, name, start};
+  const StageLine shown(line, progress_wanted(quiet));
+  return f();
+}
+
+// Reads the input, calls `before_filter` (the automatic parameters), checks the outputs, runs
+// job.filter and writes the output, the preview and the report.
+void run_filter(const InputOptions& input, const RunOptions& run, FilterJob& job,
+                const std::function<void(const io::Image&)>& before_filter = {});
+
+}  // namespace ctd::cli
