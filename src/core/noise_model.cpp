@@ -243,16 +243,20 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
     return in_plane;
   };
   const std::vector<Lag> shell_lags = ring(outer);
-  std::vector<double> activity(blocks.size());
   cpu::ThreadPool pool(cpu::hardware_threads());
-  pool.parallel_for(i64(blocks.size()), [&](i64 begin, i64 end) {
-    std::vector<double> hood;
-    for (i64 b = begin; b < end; ++b) {
-      const Block& k = blocks[std::size_t(b)];
-      load_neighbourhood(k.x, k.y, k.z, hood);
-      activity[std::size_t(b)] = activity_of(hood, shell_lags);
-    }
-  });
+  // body(b, hood) for every judged block b, with its neighbourhood loaded, on all cores.
+  auto each_block = [&](auto&& body) {
+    pool.parallel_for(i64(blocks.size()), [&](i64 begin, i64 end) {
+      std::vector<double> hood;
+      for (i64 b = begin; b < end; ++b) {
+        const Block& k = blocks[std::size_t(b)];
+        load_neighbourhood(k.x, k.y, k.z, hood);
+        body(std::size_t(b), hood);
+      }
+    });
+  };
+  std::vector<double> activity(blocks.size());
+  each_block([&](std::size_t b, const std::vector<double>& hood) { activity[b] = activity_of(hood, shell_lags); });
   // Smooth noise fitted (fit_smooth_noise) to the flattest blocks at lag 2, when it is clearly
   // correlated (next voxel kLeastSmoothCorrelation or more) and its level is between the
   // pseudo-residual sigma (which smooth noise always exceeds) and kMaxSmoothGrain x it.
@@ -267,16 +271,11 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
     };
     std::vector<double> near_activity(blocks.size());
     std::vector<AxisSums> sums(blocks.size());
-    pool.parallel_for(i64(blocks.size()), [&](i64 begin, i64 end) {
-      std::vector<double> hood;
-      for (i64 b = begin; b < end; ++b) {
-        const Block& k = blocks[std::size_t(b)];
-        load_neighbourhood(k.x, k.y, k.z, hood);
-        near_activity[std::size_t(b)] = activity_of(hood, near_lags);
-        AxisSums& n = sums[std::size_t(b)];
-        block_sum(hood, axis_lag1, n.lag1, n.lag1_count);
-        block_sum(hood, axis_lag2, n.lag2, n.lag2_count);
-      }
+    each_block([&](std::size_t b, const std::vector<double>& hood) {
+      near_activity[b] = activity_of(hood, near_lags);
+      AxisSums& n = sums[b];
+      block_sum(hood, axis_lag1, n.lag1, n.lag1_count);
+      block_sum(hood, axis_lag2, n.lag2, n.lag2_count);
     });
     const double near_anchor = flat_anchor(near_activity);
     AxisSums total;

@@ -418,9 +418,7 @@ namespace {
 // gzip"; the NRRD library reads every member), one zlib stream for MetaImage ("CompressedData =
 // True"; MetaIO reads one stream only).
 void compress_attached_data(const fs::path& path, Format format, int level) {
-  std::ifstream in(path, std::ios::binary);
-  std::string file(fs::file_size(path), '\0');
-  if (!in.read(file.data(), std::streamsize(file.size()))) fail(ErrorKind::Io, fmt::format("cannot read back {}", quoted(path.filename())));
+  const std::string file = read_whole_file(path);
   const bool nrrd = format == Format::Nrrd;
   const std::string end_of_header = nrrd ? "\n\n" : "ElementDataFile = LOCAL\n";
   const std::size_t at = file.find(end_of_header);
