@@ -206,15 +206,10 @@ FilterRun bilateral_from_host(ConstVolumeView<T> in, VolumeView<float> out, cons
   if (run.device == Device::Cuda) {
     cuda::check_bilateral_supported(in.dims, params, radius, algorithm);
     CompressiveSettings settings;
-    float lo = 0;
-    if (algorithm == BilateralAlgorithm::Compressive) {
-      const auto [least, greatest] = run.value_range();  // on all cores
-      lo = least;
-      settings = compressive_settings(params, double(greatest) - double(least));
-    }
     const cuda::HostTimes times =
-        run.int16_input ? cuda::bilateral_host(*run.int16_input, out, params, radius, algorithm, settings, lo)
-                        : cuda::bilateral_host(run.input, out, params, radius, algorithm, settings, lo);
+        run.int16_input ? cuda::bilateral_host(*run.int16_input, out, params, radius, algorithm, &settings)
+                        : cuda::bilateral_host(run.input, out, params, radius, algorithm, &settings);
+    if (!times.input_finite) run.reject_non_finite_input();
     if (context.progress) context.progress(1.0);
     FilterRun result{Device::Cuda, std::string(to_string(algorithm)), 0, times.details()};
     if (algorithm == BilateralAlgorithm::Compressive) result.details.merge(compressive_details(settings));

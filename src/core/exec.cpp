@@ -95,6 +95,8 @@ void check_same_dims(const Dims& in, const Dims& out) {
   }
 }
 
+}  // namespace
+
 void check_finite(ConstVolumeView<float> in, int threads) {
   constexpr std::int64_t kPiece = 1 << 20;
   const std::int64_t n = in.dims.count();
@@ -123,8 +125,6 @@ void check_finite(ConstVolumeView<float> in, int threads) {
                             bad, x, y, z));
   }
 }
-
-}  // namespace
 
 namespace {
 
@@ -162,7 +162,6 @@ bool overlap(ConstVolumeView<T> in, VolumeView<float> out) {
 PreparedRun prepare_run(ConstVolumeView<float> in, VolumeView<float> out, const ExecContext& context,
                         std::string_view filter, bool has_cuda_variant) {
   PreparedRun run = route(in.dims, out.dims, context, filter, has_cuda_variant);
-  check_finite(in, run.threads);
   run.input = in;
   if (overlap(in, out)) {
     run.input_copy.assign(in.data, in.data + in.dims.count());
@@ -183,31 +182,22 @@ PreparedRun prepare_run(ConstVolumeView<std::int16_t> in, VolumeView<float> out,
   return run;
 }
 
+void PreparedRun::reject_non_finite_input() const {
+  check_finite(input, threads);
+  throw Error(ErrorKind::InvalidArgument, "input has NaN or infinite voxels (changed while it was read)");
+}
+
 ConstVolumeView<float> PreparedRun::float_input() {
-  if (!int16_input) return input;
+  if (!int16_input) {
+    check_finite(input, threads);
+    return input;
+  }
   const ConstVolumeView<std::int16_t> in = *int16_input;
   input_copy.resize(std::size_t(in.dims.count()));
   cpu::for_each_piece(in.dims.count(), std::int64_t(1) << 20, threads, [&](std::int64_t, std::int64_t begin, std::int64_t end) {
     for (std::int64_t i = begin; i < end; ++i) input_copy[std::size_t(i)] = float(in.data[i]);
   });
   return {input_copy.data(), in.dims};
-}
-
-std::pair<float, float> PreparedRun::value_range() const {
-  constexpr std::int64_t kPiece = 1 << 20;
-  const std::int64_t n = input.dims.count();
-  std::vector<std::pair<float, float>> pieces(std::size_t((n + kPiece - 1) / kPiece));
-  cpu::for_each_piece(n, kPiece, threads, [&](std::int64_t piece, std::int64_t begin, std::int64_t end) {
-    auto range = [&](const auto* data) {
-      auto lo = data[begin], hi = data[begin];
-      for (std::int64_t i = begin; i < end; ++i) lo = std::min(lo, data[i]), hi = std::max(hi, data[i]);
-      return std::pair<float, float>(float(lo), float(hi));
-    };
-    pieces[std::size_t(piece)] = int16_input ? range(int16_input->data) : range(input.data);
-  });
-  std::pair<float, float> all = pieces.front();
-  for (const auto& [lo, hi] : pieces) all = {std::min(all.first, lo), std::max(all.second, hi)};
-  return all;
 }
 
 }  // namespace detail

@@ -16,8 +16,10 @@
 namespace ctd::detail {
 
 // What every filter checks before it runs: matching dims, an available device, a valid thread
-// count, finite input. The filters read the input while writing the output, so when the two
-// overlap, `input` points at a private copy.
+// count. The filters read the input while writing the output, so when the two overlap, `input`
+// points at a private copy.
+// Finite float input is checked where the voxels are read anyway: by float_input() for the CPU
+// filters, and during the upload on CUDA (HostTimes::input_finite; then check_finite says where).
 // Int16 input (CT's stored type) stays int16 in `int16_input`: the CUDA filters upload it as it
 // is and convert it there; float_input() converts it for the CPU filters.
 struct PreparedRun {
@@ -27,11 +29,13 @@ struct PreparedRun {
   std::optional<ConstVolumeView<std::int16_t>> int16_input;
   std::vector<float> input_copy;
   std::vector<std::int16_t> int16_copy;
-  // `input`, or int16_input converted on all cores (held in input_copy).
+  // `input` checked finite, or int16_input converted on all cores (held in input_copy).
   ConstVolumeView<float> float_input();
-  // The least and greatest input voxel, on all cores.
-  std::pair<float, float> value_range() const;
+  // For an upload that found a NaN or an infinity: throws check_finite's error.
+  [[noreturn]] void reject_non_finite_input() const;
 };
+// Throws InvalidArgument naming the count of NaN or infinite voxels and the first one's position.
+void check_finite(ConstVolumeView<float> in, int threads);
 // `filter` names the filter for messages; without a CUDA variant, auto means the CPU and cuda is
 // Unsupported.
 PreparedRun prepare_run(ConstVolumeView<float> in, VolumeView<float> out, const ExecContext& context,

@@ -27,6 +27,8 @@ void nlm_device(const float* in, float* out, const Dims& dims, const NlmParams& 
 // the kernels by CUDA events.
 struct HostTimes {
   double upload_ms = 0, kernel_ms = 0, download_ms = 0, upload_bytes = 0;
+  // False where the float input held a NaN or an infinity: nothing ran, the output is untouched.
+  bool input_finite = true;
   // As FilterRun::details.
   std::map<std::string, double> details() const {
     return {{"upload_ms", upload_ms}, {"kernel_ms", kernel_ms}, {"download_ms", download_ms}, {"upload_bytes", upload_bytes}};
@@ -46,13 +48,11 @@ void bilateral_device(const float* in, float* out, const Dims& dims, const Bilat
                       float lo, CudaStream stream);
 // The least and greatest voxel of device memory; waits for `stream`.
 std::pair<float, float> value_range_device(const float* in, const Dims& dims, CudaStream stream);
-// Upload, filter, download, synchronise. `settings` and `lo` (the input's minimum) are the
-// compressive filter's series.
+// Upload, filter, download, synchronise. The compressive filter takes its series from the input's
+// value range, found on the device after the upload, and writes them to `*compressive`.
 HostTimes bilateral_host(ConstVolumeView<float> in, VolumeView<float> out, const BilateralParams& params,
-                              const std::array<int, 3>& radius, BilateralAlgorithm algorithm,
-                              const CompressiveSettings& settings, float lo);
+                         const std::array<int, 3>& radius, BilateralAlgorithm algorithm, CompressiveSettings* compressive);
 HostTimes bilateral_host(ConstVolumeView<std::int16_t> in, VolumeView<float> out, const BilateralParams& params,
-                         const std::array<int, 3>& radius, BilateralAlgorithm algorithm, const CompressiveSettings& settings,
-                         float lo);
+                         const std::array<int, 3>& radius, BilateralAlgorithm algorithm, CompressiveSettings* compressive);
 
 }  // namespace ctd::cuda

@@ -1090,9 +1090,18 @@ namespace {
 template <class T>
 HostTimes bilateral_from_host(ConstVolumeView<T> in, VolumeView<float> out, const BilateralParams& params,
                               const std::array<int, 3>& radius, BilateralAlgorithm algorithm,
-                              const CompressiveSettings& settings, float lo) {
+                              CompressiveSettings* compressive) {
   return run_from_host(in, out, work_floats(in.dims, params, radius, algorithm) * sizeof(float),
                        [&](const float* d_in, float* d_out, void* work, cudaStream_t stream) {
+                         CompressiveSettings settings;
+                         float lo = 0;
+                         if (algorithm == BilateralAlgorithm::Compressive) {
+                           // On the device: a pass over the uploaded input instead of one over host memory.
+                           const auto [least, greatest] = value_range_device(d_in, in.dims, stream);
+                           lo = least;
+                           settings = compressive_settings(params, double(greatest) - double(least));
+                           *compressive = settings;
+                         }
                          run_bilateral(d_in, d_out, in.dims, params, radius, algorithm, settings, lo,
                                        static_cast<float*>(work), stream);
                        });
@@ -1101,15 +1110,13 @@ HostTimes bilateral_from_host(ConstVolumeView<T> in, VolumeView<float> out, cons
 }  // namespace
 
 HostTimes bilateral_host(ConstVolumeView<float> in, VolumeView<float> out, const BilateralParams& params,
-                         const std::array<int, 3>& radius, BilateralAlgorithm algorithm,
-                         const CompressiveSettings& settings, float lo) {
-  return bilateral_from_host(in, out, params, radius, algorithm, settings, lo);
+                         const std::array<int, 3>& radius, BilateralAlgorithm algorithm, CompressiveSettings* compressive) {
+  return bilateral_from_host(in, out, params, radius, algorithm, compressive);
 }
 
 HostTimes bilateral_host(ConstVolumeView<std::int16_t> in, VolumeView<float> out, const BilateralParams& params,
-                         const std::array<int, 3>& radius, BilateralAlgorithm algorithm,
-                         const CompressiveSettings& settings, float lo) {
-  return bilateral_from_host(in, out, params, radius, algorithm, settings, lo);
+                         const std::array<int, 3>& radius, BilateralAlgorithm algorithm, CompressiveSettings* compressive) {
+  return bilateral_from_host(in, out, params, radius, algorithm, compressive);
 }
 
 }  // namespace ctd::cuda

@@ -5,9 +5,12 @@
 #include "cuda/device_buffer.hpp"
 #include "cuda/device_util.cuh"
 
+#include "cpu/host_copy.hpp"
 #include "cpu/thread_pool.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <cmath>
 #include <cstring>
 #include <unordered_map>
 
@@ -73,14 +76,16 @@ int sm_count() {
 
 namespace {
 
-// Pinned staging: kSlots buffers of kChunk bytes, each with the event of the last copy through it.
-constexpr std::size_t kChunk = std::size_t(8) << 20;
+// Pinned staging: kSlots buffers of kChunk bytes, each with the event of the last copy through it,
+// filled and emptied on every core (one core copies ~11 GB/s on the H100 host, the bus takes 55;
+// bench/NOTES.md, "Staging on every core").
+constexpr std::size_t kChunk = std::size_t(16) << 20;
 constexpr int kSlots = 4;
 constexpr std::size_t kDirectBytes = std::size_t(4) << 20;  // smaller copies go straight from pageable memory
 
 class Staging {
  public:
-  Staging() : pool_(std::min(8, cpu::hardware_threads())) {
+  Staging() : pool_(cpu::hardware_threads()) {
     for (Slot& slot : slots_) {
       CTD_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&slot.host), kChunk, cudaHostAllocDefault));
       CTD_CUDA_CHECK(cudaEventCreateWithFlags(&slot.done, cudaEventDisableTiming));
@@ -96,12 +101,14 @@ class Staging {
   Staging(const Staging&) = delete;
   Staging& operator=(const Staging&) = delete;
 
-  void to_device(char* device, const char* host, std::size_t bytes, cudaStream_t stream) {
+  // `copy_piece(to, from, bytes)` fills the pinned buffers; pieces are multiples of 4 bytes.
+  template <class Copy>
+  void to_device(char* device, const char* host, std::size_t bytes, cudaStream_t stream, Copy&& copy_piece) {
     for (std::size_t offset = 0, k = 0; offset < bytes; offset += kChunk, ++k) {
       Slot& slot = slots_[k % kSlots];
       const std::size_t length = std::min(kChunk, bytes - offset);
       CTD_CUDA_CHECK(cudaEventSynchronize(slot.done));  // its last copy has left the buffer
-      copy(slot.host, host + offset, length);
+      copy(slot.host, host + offset, length, copy_piece);
       CTD_CUDA_CHECK(cudaMemcpyAsync(device + offset, slot.host, length, cudaMemcpyHostToDevice, stream));
       CTD_CUDA_CHECK(cudaEventRecord(slot.done, stream));
     }
@@ -120,7 +127,8 @@ class Staging {
       Slot& slot = slots_[k % kSlots];
       CTD_CUDA_CHECK(cudaEventSynchronize(slot.done));
       const std::size_t offset = k * kChunk;
-      copy(host + offset, slot.host, std::min(kChunk, bytes - offset));
+      // The caller's output is written past the caches: it is not read again during the copy.
+      copy(host + offset, slot.host, std::min(kChunk, bytes - offset), cpu::streaming_copy);
       if (k + kSlots < chunks) enqueue(k + kSlots);
     }
   }
@@ -130,11 +138,12 @@ class Staging {
     char* host = nullptr;
     cudaEvent_t done = nullptr;
   };
-  void copy(char* to, const char* from, std::size_t bytes) {
-    const std::int64_t piece = std::int64_t(kChunk) / pool_.threads();
+  template <class Copy>
+  void copy(char* to, const char* from, std::size_t bytes, Copy&& copy_piece) {
+    const std::int64_t piece = (std::int64_t(kChunk) / pool_.threads() + 4095) / 4096 * 4096;  // whole pages
     pool_.parallel_for((std::int64_t(bytes) + piece - 1) / piece, [&](std::int64_t first, std::int64_t last) {
       const std::size_t begin = std::size_t(first * piece), end = std::min(bytes, std::size_t(last * piece));
-      std::memcpy(to + begin, from + begin, end - begin);
+      copy_piece(to + begin, from + begin, end - begin);
     });
   }
   Slot slots_[kSlots];
@@ -202,11 +211,27 @@ void copy_bytes_to_device(void* device, const void* host, std::size_t bytes, cud
     CTD_CUDA_CHECK(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, stream));
     return;
   }
-  staging().to_device(static_cast<char*>(device), static_cast<const char*>(host), bytes, stream);
+  staging().to_device(static_cast<char*>(device), static_cast<const char*>(host), bytes, stream,
+                      [](char* to, const char* from, std::size_t n) { std::memcpy(to, from, n); });
 }
 
-void copy_to_device(float* device, const float* host, std::size_t count, cudaStream_t stream) {
-  copy_bytes_to_device(device, host, count * sizeof(float), stream);
+bool copy_finite_to_device(float* device, const float* host, std::size_t count, cudaStream_t stream) {
+  const std::size_t bytes = count * sizeof(float);
+  if (bytes <= kDirectBytes) {
+    bool finite = true;
+    for (std::size_t i = 0; i < count && finite; ++i) finite = std::isfinite(host[i]);
+    if (finite) CTD_CUDA_CHECK(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, stream));
+    return finite;
+  }
+  std::atomic<bool> finite = true;
+  staging().to_device(reinterpret_cast<char*>(device), reinterpret_cast<const char*>(host), bytes, stream,
+                      [&](char* to, const char* from, std::size_t n) {
+                        if (!cpu::copy_finite(reinterpret_cast<float*>(to), reinterpret_cast<const float*>(from),
+                                              n / sizeof(float))) {
+                          finite.store(false, std::memory_order_relaxed);
+                        }
+                      });
+  return finite.load();
 }
 
 namespace {

@@ -72,9 +72,10 @@ class HostCallMemory {
 };
 
 // Copies between pageable host memory and the device at the bus's speed: through pinned staging
-// buffers (kept per host thread), filled and drained on up to 8 cores while the previous chunk is
+// buffers (kept per host thread), filled and drained on every core while the previous chunk is
 // on the bus. Both return when the host memory may be reused (to_host: when it holds the data).
-void copy_to_device(float* device, const float* host, std::size_t count, cudaStream_t stream);
+// copy_finite_to_device also says whether every voxel was finite (checked on the way).
+bool copy_finite_to_device(float* device, const float* host, std::size_t count, cudaStream_t stream);
 void copy_bytes_to_device(void* device, const void* host, std::size_t bytes, cudaStream_t stream);
 // Queues out[i] = in[i] for `count` voxels on `stream` (exact: every int16 is a float).
 void int16_to_float(const std::int16_t* in, float* out, std::size_t count, cudaStream_t stream);

@@ -13,7 +13,8 @@ namespace ctd::cuda {
 // `queue(d_in, d_out, d_workspace, stream)` queues the filter over device memory; the input and
 // output volumes and `workspace_bytes` of workspace are the calling thread's kept memory. Int16
 // input is uploaded as it is (half the bytes of float32) and converted on the device; the upload
-// time counts the conversion.
+// time counts the conversion. Float input is checked finite as it is copied: where it is not,
+// nothing runs and input_finite is false.
 template <class T, class Queue>
 HostTimes run_from_host(ConstVolumeView<T> in, VolumeView<float> out, std::size_t workspace_bytes, Queue&& queue) {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, std::int16_t>, "float32 or int16 input");
@@ -32,10 +33,11 @@ HostTimes run_from_host(ConstVolumeView<T> in, VolumeView<float> out, std::size_
       copy_bytes_to_device(d_raw, in.data, n * sizeof(T), stream);
       int16_to_float(d_raw, d_in, n, stream);
     } else {
-      copy_to_device(d_in, in.data, n, stream);
+      times.input_finite = copy_finite_to_device(d_in, in.data, n, stream);
     }
     CTD_CUDA_CHECK(cudaStreamSynchronize(stream));
   });
+  if (!times.input_finite) return times;
   Event start, stop;
   start.record(stream);
   queue(d_in, d_out, d_workspace, stream);

@@ -13,6 +13,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
+#include <string>
 
 namespace {
 
@@ -255,12 +257,12 @@ TEST_P(NlmCudaDeviceApi, QueuesOnTheCallersStreamWithoutAllocating) {
   cudaFree(d_out);
 }
 
-// Volumes over 4 MiB travel through pinned staging buffers of 8 MiB, four of them reused in
-// turn: 9.4 million voxels (37.6 MB, five chunks and a part, two slots reused) of uneven size.
+// Volumes over 4 MiB travel through pinned staging buffers of 16 MiB, four of them reused in
+// turn: 20.3 million voxels (81.4 MB, four chunks and a part, one slot reused) of uneven size.
 // The host API's output must be the device API's, bit for bit, and the input left untouched.
 TEST(NlmCudaHostApi, LargeVolumeThroughPinnedStagingMatchesTheDeviceApi) {
   CTD_REQUIRE_CUDA_DEVICE();
-  const ctd::Dims dims{301, 257, 121};
+  const ctd::Dims dims{301, 257, 263};
   const ctd::Volume in = testing_util::structured_volume(dims, 11);
   const ctd::Volume untouched = in;
   const std::size_t bytes = std::size_t(in.size()) * sizeof(float);
@@ -295,6 +297,47 @@ TEST(NlmCudaHostApi, LargeVolumeThroughPinnedStagingMatchesTheDeviceApi) {
   ctd::release_cuda_memory();
   ASSERT_EQ(cudaMemGetInfo(&free_released, &total), cudaSuccess);
   EXPECT_GE(free_released, free_kept + 2 * bytes);
+}
+
+// Float input is checked finite while it is copied into the staging buffers (and before the
+// direct copy of small volumes): a NaN or an infinity anywhere, the last voxel included, is the
+// same error as on the CPU, and the output is left as it was.
+TEST(NlmCudaHostApi, NonFiniteInputIsRefusedDuringTheUploadAndTheOutputIsUntouched) {
+  CTD_REQUIRE_CUDA_DEVICE();
+  ctd::ExecContext cuda;
+  cuda.device = ctd::Device::Cuda;
+  ctd::NlmParams nlm;
+  nlm.h = 20;
+  nlm.search_radius = 1;
+  nlm.patch_radius = 1;
+  ctd::BilateralParams bilateral;
+  bilateral.sigma_spatial = 1;
+  bilateral.sigma_range = 50;
+  for (const ctd::Dims dims : {ctd::Dims{37, 29, 5}, ctd::Dims{301, 257, 70}}) {  // direct; staged (5 chunks)
+    ctd::Volume in = testing_util::random_volume(dims, 5);
+    const std::int64_t last = in.size() - 1, middle = in.view().index(dims.nx / 2, 3, dims.nz - 2);
+    in.data()[middle] = std::numeric_limits<float>::quiet_NaN();
+    in.data()[last] = -std::numeric_limits<float>::infinity();
+    ctd::Volume out = testing_util::random_volume(dims, 6);
+    const ctd::Volume before = out;
+    const std::string where = "(x=" + std::to_string(dims.nx / 2) + ", y=3, z=" + std::to_string(dims.nz - 2) + ")";
+    for (int filter = 0; filter < 2; ++filter) {
+      try {
+        if (filter == 0) ctd::nlm(in.view(), out.view(), nlm, cuda);
+        else ctd::bilateral(in.view(), out.view(), bilateral, cuda);
+        ADD_FAILURE() << "no error for " << dims.count() << " voxels";
+      } catch (const ctd::Error& e) {
+        EXPECT_EQ(e.kind(), ctd::ErrorKind::InvalidArgument);
+        EXPECT_NE(std::string(e.what()).find("2 NaN or infinite"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find(where), std::string::npos) << e.what();
+      }
+      EXPECT_TRUE(testing_util::bit_identical(out, before)) << dims.count() << " voxels, filter " << filter;
+    }
+    in.data()[middle] = 1.0f;  // only the last voxel: the staged path's final, partial chunk
+    EXPECT_THROW(ctd::nlm(in.view(), out.view(), nlm, cuda), ctd::Error);
+    in.data()[last] = 2.0f;  // all finite again: the same call runs
+    EXPECT_NO_THROW(ctd::nlm(in.view(), out.view(), nlm, cuda));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, NlmCudaDeviceApi,
