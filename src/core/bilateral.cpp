@@ -207,8 +207,9 @@ FilterRun bilateral_from_host(ConstVolumeView<T> in, VolumeView<float> out, cons
     cuda::check_bilateral_supported(in.dims, params, radius, algorithm);
     CompressiveSettings settings;
     const cuda::HostTimes times =
-        run.int16_input ? cuda::bilateral_host(*run.int16_input, out, params, radius, algorithm, &settings)
-                        : cuda::bilateral_host(run.input, out, params, radius, algorithm, &settings);
+        run.int16_input
+            ? cuda::bilateral_host(*run.int16_input, out, params, radius, algorithm, &settings, context.on_uploaded)
+            : cuda::bilateral_host(run.input, out, params, radius, algorithm, &settings, context.on_uploaded);
     if (!times.input_finite) run.reject_non_finite_input();
     if (context.progress) context.progress(1.0);
     FilterRun result{Device::Cuda, std::string(to_string(algorithm)), 0, times.details()};

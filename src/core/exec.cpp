@@ -49,7 +49,10 @@ Device available_device(Device requested) {
 void initialize_cuda() noexcept {
 #if CTD_HAVE_CUDA
   try {
-    if (cuda::device_present()) cuda::create_context();
+    if (cuda::device_present()) {
+      cuda::create_context();
+      cuda::prepare_staging();
+    }
   } catch (...) {
     // left to the first real call, which reports it
   }

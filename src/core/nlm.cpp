@@ -93,8 +93,9 @@ FilterRun nlm_from_host(ConstVolumeView<T> in, VolumeView<float> out, const NlmP
 #if CTD_HAVE_CUDA
   if (run.device == Device::Cuda) {
     cuda::check_nlm_supported(in.dims, params, algorithm);
-    const cuda::HostTimes times = run.int16_input ? cuda::nlm_host(*run.int16_input, out, params, algorithm)
-                                                  : cuda::nlm_host(run.input, out, params, algorithm);
+    const cuda::HostTimes times = run.int16_input
+                                      ? cuda::nlm_host(*run.int16_input, out, params, algorithm, context.on_uploaded)
+                                      : cuda::nlm_host(run.input, out, params, algorithm, context.on_uploaded);
     if (!times.input_finite) run.reject_non_finite_input();
     if (context.progress) context.progress(1.0);
     return {Device::Cuda, std::string(to_string(algorithm)), 0, times.details()};

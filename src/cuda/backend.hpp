@@ -5,6 +5,7 @@
 #include <ctdenoise/exec.hpp>
 #include <ctdenoise/nlm.hpp>
 
+#include <functional>
 #include <string>
 #include <utility>
 
@@ -17,6 +18,8 @@ std::string device_name();
 void release_host_call_memory() noexcept;
 // Creates the current device's context (cudaFree(nullptr)); throws ctd::Error on failure.
 void create_context();
+// Makes the pinned buffers that copies from host memory go through, ahead of the first copy.
+void prepare_staging();
 
 // Throws Unsupported for options or sizes the variant cannot take (before any work).
 void check_nlm_supported(const Dims& dims, const NlmParams& params, NlmAlgorithm algorithm);
@@ -34,9 +37,12 @@ struct HostTimes {
     return {{"upload_ms", upload_ms}, {"kernel_ms", kernel_ms}, {"download_ms", download_ms}, {"upload_bytes", upload_bytes}};
   }
 };
-// Upload, filter, download, synchronise (int16 input converted on the device).
-HostTimes nlm_host(ConstVolumeView<float> in, VolumeView<float> out, const NlmParams& params, NlmAlgorithm algorithm);
-HostTimes nlm_host(ConstVolumeView<std::int16_t> in, VolumeView<float> out, const NlmParams& params, NlmAlgorithm algorithm);
+// Upload, filter, download, synchronise (int16 input converted on the device); `uploaded` (if
+// set) is called once the input is on the device.
+HostTimes nlm_host(ConstVolumeView<float> in, VolumeView<float> out, const NlmParams& params, NlmAlgorithm algorithm,
+                   const std::function<void()>& uploaded);
+HostTimes nlm_host(ConstVolumeView<std::int16_t> in, VolumeView<float> out, const NlmParams& params, NlmAlgorithm algorithm,
+                   const std::function<void()>& uploaded);
 
 // Bilateral: Unsupported for what the variant cannot take (before any work).
 void check_bilateral_supported(const Dims& dims, const BilateralParams& params, const std::array<int, 3>& radius,
@@ -48,11 +54,14 @@ void bilateral_device(const float* in, float* out, const Dims& dims, const Bilat
                       float lo, CudaStream stream);
 // The least and greatest voxel of device memory; waits for `stream`.
 std::pair<float, float> value_range_device(const float* in, const Dims& dims, CudaStream stream);
-// Upload, filter, download, synchronise. The compressive filter takes its series from the input's
-// value range, found on the device after the upload, and writes them to `*compressive`.
+// Upload, filter, download, synchronise, as nlm_host. The compressive filter takes its series
+// from the input's value range, found on the device after the upload, and writes them to
+// `*compressive`.
 HostTimes bilateral_host(ConstVolumeView<float> in, VolumeView<float> out, const BilateralParams& params,
-                         const std::array<int, 3>& radius, BilateralAlgorithm algorithm, CompressiveSettings* compressive);
+                         const std::array<int, 3>& radius, BilateralAlgorithm algorithm, CompressiveSettings* compressive,
+                         const std::function<void()>& uploaded);
 HostTimes bilateral_host(ConstVolumeView<std::int16_t> in, VolumeView<float> out, const BilateralParams& params,
-                         const std::array<int, 3>& radius, BilateralAlgorithm algorithm, CompressiveSettings* compressive);
+                         const std::array<int, 3>& radius, BilateralAlgorithm algorithm, CompressiveSettings* compressive,
+                         const std::function<void()>& uploaded);
 
 }  // namespace ctd::cuda

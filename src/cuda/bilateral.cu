@@ -1090,8 +1090,8 @@ namespace {
 template <class T>
 HostTimes bilateral_from_host(ConstVolumeView<T> in, VolumeView<float> out, const BilateralParams& params,
                               const std::array<int, 3>& radius, BilateralAlgorithm algorithm,
-                              CompressiveSettings* compressive) {
-  return run_from_host(in, out, work_floats(in.dims, params, radius, algorithm) * sizeof(float),
+                              CompressiveSettings* compressive, const std::function<void()>& uploaded) {
+  return run_from_host(in, out, work_floats(in.dims, params, radius, algorithm) * sizeof(float), uploaded,
                        [&](const float* d_in, float* d_out, void* work, cudaStream_t stream) {
                          CompressiveSettings settings;
                          float lo = 0;
@@ -1110,13 +1110,15 @@ HostTimes bilateral_from_host(ConstVolumeView<T> in, VolumeView<float> out, cons
 }  // namespace
 
 HostTimes bilateral_host(ConstVolumeView<float> in, VolumeView<float> out, const BilateralParams& params,
-                         const std::array<int, 3>& radius, BilateralAlgorithm algorithm, CompressiveSettings* compressive) {
-  return bilateral_from_host(in, out, params, radius, algorithm, compressive);
+                         const std::array<int, 3>& radius, BilateralAlgorithm algorithm, CompressiveSettings* compressive,
+                         const std::function<void()>& uploaded) {
+  return bilateral_from_host(in, out, params, radius, algorithm, compressive, uploaded);
 }
 
 HostTimes bilateral_host(ConstVolumeView<std::int16_t> in, VolumeView<float> out, const BilateralParams& params,
-                         const std::array<int, 3>& radius, BilateralAlgorithm algorithm, CompressiveSettings* compressive) {
-  return bilateral_from_host(in, out, params, radius, algorithm, compressive);
+                         const std::array<int, 3>& radius, BilateralAlgorithm algorithm, CompressiveSettings* compressive,
+                         const std::function<void()>& uploaded) {
+  return bilateral_from_host(in, out, params, radius, algorithm, compressive, uploaded);
 }
 
 }  // namespace ctd::cuda

@@ -9,10 +9,14 @@
 #include "cpu/thread_pool.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <unordered_map>
+#include <vector>
 
 namespace ctd::cuda {
 
@@ -85,23 +89,35 @@ constexpr std::size_t kDirectBytes = std::size_t(4) << 20;  // smaller copies go
 
 class Staging {
  public:
+  // One block for all slots: allocated, its pages touched on every core, then pinned with
+  // cudaHostRegister (8-14 ms for 64 MiB on the H100 host, against 30-36 ms for cudaHostAlloc).
   Staging() : pool_(cpu::hardware_threads()) {
-    for (Slot& slot : slots_) {
-      CTD_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&slot.host), kChunk, cudaHostAllocDefault));
-      CTD_CUDA_CHECK(cudaEventCreateWithFlags(&slot.done, cudaEventDisableTiming));
+    block_ = static_cast<char*>(std::aligned_alloc(kPage, kSlots * kChunk));
+    if (!block_) throw Error(ErrorKind::OutOfMemory, "cannot allocate the staging buffers for host copies");
+    each_piece(kSlots * kChunk, [&](std::size_t begin, std::size_t end) { std::memset(block_ + begin, 0, end - begin); });
+    const cudaError_t registered = cudaHostRegister(block_, kSlots * kChunk, cudaHostRegisterDefault);
+    if (registered != cudaSuccess) {
+      std::free(block_);
+      CTD_CUDA_CHECK(registered);
+    }
+    for (int k = 0; k < kSlots; ++k) {
+      slots_[k].host = block_ + k * kChunk;
+      CTD_CUDA_CHECK(cudaEventCreateWithFlags(&slots_[k].done, cudaEventDisableTiming));
     }
   }
   ~Staging() {
     for (Slot& slot : slots_) {
+      if (!slot.done) continue;
       cudaEventSynchronize(slot.done);
       cudaEventDestroy(slot.done);
-      cudaFreeHost(slot.host);
     }
+    cudaHostUnregister(block_);
+    std::free(block_);
   }
   Staging(const Staging&) = delete;
   Staging& operator=(const Staging&) = delete;
 
-  // `copy_piece(to, from, bytes)` fills the pinned buffers; pieces are multiples of 4 bytes.
+  // `copy_piece(to, from, bytes)` fills the pinned buffers; pieces are whole pages.
   template <class Copy>
   void to_device(char* device, const char* host, std::size_t bytes, cudaStream_t stream, Copy&& copy_piece) {
     for (std::size_t offset = 0, k = 0; offset < bytes; offset += kChunk, ++k) {
@@ -138,24 +154,72 @@ class Staging {
     char* host = nullptr;
     cudaEvent_t done = nullptr;
   };
-  template <class Copy>
-  void copy(char* to, const char* from, std::size_t bytes, Copy&& copy_piece) {
-    const std::int64_t piece = (std::int64_t(kChunk) / pool_.threads() + 4095) / 4096 * 4096;  // whole pages
+  static constexpr std::size_t kPage = 4096;
+  // body(begin, end) over [0, bytes) in whole pages, on every core.
+  template <class Body>
+  void each_piece(std::size_t bytes, Body&& body) {
+    const std::int64_t piece = (std::int64_t(kChunk) / pool_.threads() + kPage - 1) / kPage * kPage;
     pool_.parallel_for((std::int64_t(bytes) + piece - 1) / piece, [&](std::int64_t first, std::int64_t last) {
-      const std::size_t begin = std::size_t(first * piece), end = std::min(bytes, std::size_t(last * piece));
-      copy_piece(to + begin, from + begin, end - begin);
+      body(std::size_t(first * piece), std::min(bytes, std::size_t(last * piece)));
     });
   }
-  Slot slots_[kSlots];
+  template <class Copy>
+  void copy(char* to, const char* from, std::size_t bytes, Copy&& copy_piece) {
+    each_piece(bytes, [&](std::size_t begin, std::size_t end) { copy_piece(to + begin, from + begin, end - begin); });
+  }
   cpu::ThreadPool pool_;
+  char* block_ = nullptr;
+  Slot slots_[kSlots];
 };
 
-Staging& staging() {
-  thread_local Staging instance;
-  return instance;
+// Staging sets are made once (their pinned memory takes 25-40 ms to allocate on the H100 host)
+// and lent to one copying thread at a time.
+class StagingPool {
+ public:
+  std::unique_ptr<Staging> take() {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      if (!free_.empty()) {
+        std::unique_ptr<Staging> staging = std::move(free_.back());
+        free_.pop_back();
+        return staging;
+      }
+    }
+    return std::make_unique<Staging>();
+  }
+  void give_back(std::unique_ptr<Staging> staging) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    free_.push_back(std::move(staging));
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<Staging>> free_;
+};
+
+StagingPool& staging_pool() {
+  static StagingPool pool;
+  return pool;
 }
 
+// A staging set for the duration of one copy.
+class StagingLease {
+ public:
+  StagingLease() : staging_(staging_pool().take()) {}
+  ~StagingLease() { staging_pool().give_back(std::move(staging_)); }
+  StagingLease(const StagingLease&) = delete;
+  StagingLease& operator=(const StagingLease&) = delete;
+  Staging* operator->() const { return staging_.get(); }
+
+ private:
+  std::unique_ptr<Staging> staging_;
+};
+
 }  // namespace
+
+void prepare_staging() {
+  StagingLease lease;  // made, and given back for the first copy to take
+}
 
 namespace {
 
@@ -211,7 +275,7 @@ void copy_bytes_to_device(void* device, const void* host, std::size_t bytes, cud
     CTD_CUDA_CHECK(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, stream));
     return;
   }
-  staging().to_device(static_cast<char*>(device), static_cast<const char*>(host), bytes, stream,
+  StagingLease()->to_device(static_cast<char*>(device), static_cast<const char*>(host), bytes, stream,
                       [](char* to, const char* from, std::size_t n) { std::memcpy(to, from, n); });
 }
 
@@ -224,7 +288,7 @@ bool copy_finite_to_device(float* device, const float* host, std::size_t count, 
     return finite;
   }
   std::atomic<bool> finite = true;
-  staging().to_device(reinterpret_cast<char*>(device), reinterpret_cast<const char*>(host), bytes, stream,
+  StagingLease()->to_device(reinterpret_cast<char*>(device), reinterpret_cast<const char*>(host), bytes, stream,
                       [&](char* to, const char* from, std::size_t n) {
                         if (!cpu::copy_finite(reinterpret_cast<float*>(to), reinterpret_cast<const float*>(from),
                                               n / sizeof(float))) {
@@ -259,7 +323,7 @@ void copy_to_host(float* host, const float* device, std::size_t count, cudaStrea
     CTD_CUDA_CHECK(cudaStreamSynchronize(stream));
     return;
   }
-  staging().to_host(reinterpret_cast<char*>(host), reinterpret_cast<const char*>(device), bytes, stream);
+  StagingLease()->to_host(reinterpret_cast<char*>(host), reinterpret_cast<const char*>(device), bytes, stream);
 }
 
 float* stream_workspace(std::size_t floats, cudaStream_t stream) {

@@ -5,18 +5,21 @@
 #include "cuda/device_buffer.hpp"
 
 #include <cstddef>
+#include <functional>
 #include <cstdint>
 #include <type_traits>
 
 namespace ctd::cuda {
 
+// `uploaded` (if set) is called once the input is on the device.
 // `queue(d_in, d_out, d_workspace, stream)` queues the filter over device memory; the input and
 // output volumes and `workspace_bytes` of workspace are the calling thread's kept memory. Int16
 // input is uploaded as it is (half the bytes of float32) and converted on the device; the upload
 // time counts the conversion. Float input is checked finite as it is copied: where it is not,
 // nothing runs and input_finite is false.
 template <class T, class Queue>
-HostTimes run_from_host(ConstVolumeView<T> in, VolumeView<float> out, std::size_t workspace_bytes, Queue&& queue) {
+HostTimes run_from_host(ConstVolumeView<T> in, VolumeView<float> out, std::size_t workspace_bytes,
+                        const std::function<void()>& uploaded, Queue&& queue) {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, std::int16_t>, "float32 or int16 input");
   const std::size_t n = std::size_t(in.dims.count());
   constexpr bool converted = !std::is_same_v<T, float>;
@@ -38,6 +41,7 @@ HostTimes run_from_host(ConstVolumeView<T> in, VolumeView<float> out, std::size_
     CTD_CUDA_CHECK(cudaStreamSynchronize(stream));
   });
   if (!times.input_finite) return times;
+  if (uploaded) uploaded();
   Event start, stop;
   start.record(stream);
   queue(d_in, d_out, d_workspace, stream);

@@ -464,9 +464,10 @@ void nlm_device(const float* in, float* out, const Dims& dims, const NlmParams& 
 namespace {
 
 template <class T>
-HostTimes nlm_from_host(ConstVolumeView<T> in, VolumeView<float> out, const NlmParams& params, NlmAlgorithm algorithm) {
+HostTimes nlm_from_host(ConstVolumeView<T> in, VolumeView<float> out, const NlmParams& params, NlmAlgorithm algorithm,
+                        const std::function<void()>& uploaded) {
   const std::size_t workspace = workspace_floats(make_params(in.dims, params), params, algorithm);
-  return run_from_host(in, out, workspace * sizeof(float),
+  return run_from_host(in, out, workspace * sizeof(float), uploaded,
                        [&](const float* d_in, float* d_out, void* work, cudaStream_t stream) {
                          run_variant(d_in, d_out, in.dims, params, algorithm, static_cast<float*>(work), stream);
                        });
@@ -474,12 +475,14 @@ HostTimes nlm_from_host(ConstVolumeView<T> in, VolumeView<float> out, const NlmP
 
 }  // namespace
 
-HostTimes nlm_host(ConstVolumeView<float> in, VolumeView<float> out, const NlmParams& params, NlmAlgorithm algorithm) {
-  return nlm_from_host(in, out, params, algorithm);
+HostTimes nlm_host(ConstVolumeView<float> in, VolumeView<float> out, const NlmParams& params, NlmAlgorithm algorithm,
+                   const std::function<void()>& uploaded) {
+  return nlm_from_host(in, out, params, algorithm, uploaded);
 }
 
-HostTimes nlm_host(ConstVolumeView<std::int16_t> in, VolumeView<float> out, const NlmParams& params, NlmAlgorithm algorithm) {
-  return nlm_from_host(in, out, params, algorithm);
+HostTimes nlm_host(ConstVolumeView<std::int16_t> in, VolumeView<float> out, const NlmParams& params, NlmAlgorithm algorithm,
+                   const std::function<void()>& uploaded) {
+  return nlm_from_host(in, out, params, algorithm, uploaded);
 }
 
 }  // namespace ctd::cuda

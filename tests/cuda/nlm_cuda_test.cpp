@@ -14,6 +14,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <limits>
+#include <thread>
+#include <vector>
+#include <cmath>
 #include <string>
 
 namespace {
@@ -337,6 +340,90 @@ TEST(NlmCudaHostApi, NonFiniteInputIsRefusedDuringTheUploadAndTheOutputIsUntouch
     EXPECT_THROW(ctd::nlm(in.view(), out.view(), nlm, cuda), ctd::Error);
     in.data()[last] = 2.0f;  // all finite again: the same call runs
     EXPECT_NO_THROW(ctd::nlm(in.view(), out.view(), nlm, cuda));
+  }
+}
+
+// ExecContext::on_uploaded is called once per call, after which the call no longer reads its
+// input: changing the input in the callback leaves the output as it was without the change. For
+// a small volume (direct copy), a staged one, int16 input and both filters.
+TEST(NlmCudaHostApi, OnUploadedComesOnceAndTheInputIsNotReadAfterIt) {
+  CTD_REQUIRE_CUDA_DEVICE();
+  ctd::NlmParams nlm;
+  nlm.h = 20;
+  nlm.search_radius = 2;
+  nlm.patch_radius = 1;
+  ctd::BilateralParams bilateral;
+  bilateral.sigma_spatial = 1;
+  bilateral.sigma_range = 50;
+  for (const ctd::Dims dims : {ctd::Dims{37, 29, 5}, ctd::Dims{301, 257, 70}}) {
+    const ctd::Volume in = testing_util::random_volume(dims, 9);
+    std::vector<std::int16_t> in16(std::size_t(in.size()));
+    for (std::size_t i = 0; i < in16.size(); ++i) in16[i] = std::int16_t(std::lround(in.data()[i]));
+    for (int filter = 0; filter < 2; ++filter) {
+      for (bool int16 : {false, true}) {
+        ctd::ExecContext plain;
+        plain.device = ctd::Device::Cuda;
+        auto run = [&](ctd::Volume& input, std::vector<std::int16_t>& input16, ctd::Volume& out,
+                       const ctd::ExecContext& context) {
+          if (filter == 0) {
+            if (int16) return ctd::nlm(ctd::ConstVolumeView<std::int16_t>{input16.data(), dims}, out.view(), nlm, context);
+            return ctd::nlm(input.view(), out.view(), nlm, context);
+          }
+          if (int16) return ctd::bilateral(ctd::ConstVolumeView<std::int16_t>{input16.data(), dims}, out.view(), bilateral, context);
+          return ctd::bilateral(input.view(), out.view(), bilateral, context);
+        };
+        ctd::Volume in_copy = in, expected(dims), got(dims);
+        std::vector<std::int16_t> in16_copy = in16;
+        run(in_copy, in16_copy, expected, plain);
+        int calls = 0;
+        ctd::ExecContext watched = plain;
+        watched.on_uploaded = [&] {
+          ++calls;
+          std::fill(in_copy.data(), in_copy.data() + in_copy.size(), 1e4f);
+          std::fill(in16_copy.begin(), in16_copy.end(), std::int16_t(9999));
+        };
+        run(in_copy, in16_copy, got, watched);
+        EXPECT_EQ(calls, 1);
+        EXPECT_TRUE(testing_util::bit_identical(got, expected))
+            << dims.count() << " voxels, filter " << filter << ", int16 " << int16;
+      }
+    }
+  }
+}
+
+// Host threads calling at once each borrow their own staging buffers: every output is the one
+// the same call gives alone.
+TEST(NlmCudaHostApi, ConcurrentCallsFromHostThreadsGiveTheSameOutputs) {
+  CTD_REQUIRE_CUDA_DEVICE();
+  const ctd::Dims dims{301, 257, 70};
+  ctd::NlmParams p;
+  p.h = 20;
+  p.search_radius = 1;
+  p.patch_radius = 1;
+  ctd::ExecContext cuda;
+  cuda.device = ctd::Device::Cuda;
+  std::vector<ctd::Volume> inputs, expected, got;
+  for (int t = 0; t < 4; ++t) {
+    inputs.push_back(testing_util::random_volume(dims, 20 + t));
+    expected.emplace_back(dims);
+    got.emplace_back(dims);
+    ctd::nlm(inputs[t].view(), expected[t].view(), p, cuda);
+  }
+  for (int round = 0; round < 3; ++round) {
+    std::vector<std::thread> threads;
+    std::vector<std::string> errors(4);
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&, t] {
+        try {
+          ctd::nlm(inputs[t].view(), got[t].view(), p, cuda);
+        } catch (const std::exception& e) {
+          errors[t] = e.what();
+        }
+      });
+    }
+    for (auto& thread : threads) thread.join();
+    for (int t = 0; t < 4; ++t) EXPECT_EQ(errors[t], "") << "thread " << t;
+    for (int t = 0; t < 4; ++t) EXPECT_TRUE(testing_util::bit_identical(got[t], expected[t])) << "round " << round << " thread " << t;
   }
 }
 
