@@ -53,10 +53,22 @@ template <class T>
 using ConstVolumeView = VolumeView<const T>;
 
 namespace detail {
+// Memory for voxels: blocks of 4 MiB and more are aligned to 2 MiB and offered to the kernel for
+// transparent huge pages (Linux), which makes their first touch and their release several times
+// cheaper; smaller ones come from operator new. Throws std::bad_alloc.
+void* allocate_voxel_bytes(std::size_t bytes);
+void free_voxel_bytes(void* p, std::size_t bytes) noexcept;
+
 // Leaves new elements uninitialised, so that a large volume can be zeroed on all cores (the
 // first touch of its pages is most of the cost).
 template <class T>
 struct UninitializedAllocator : std::allocator<T> {
+  using value_type = T;
+  T* allocate(std::size_t n) {
+    if (n > std::size_t(-1) / sizeof(T)) throw std::bad_alloc();
+    return static_cast<T*>(allocate_voxel_bytes(n * sizeof(T)));
+  }
+  void deallocate(T* p, std::size_t n) noexcept { free_voxel_bytes(p, n * sizeof(T)); }
   template <class U>
   struct rebind {
     using other = UninitializedAllocator<U>;

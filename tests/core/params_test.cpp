@@ -157,6 +157,27 @@ TEST(Volume, RejectsEmptyDims) {
   EXPECT_TRUE(throws_kind([] { ctd::Volume v({0, 3, 3}); }, ErrorKind::InvalidArgument));
 }
 
+// Volumes of 4 MiB and more start on a 2 MiB boundary (transparent huge pages); every size holds
+// zeros, copies and moves keep the voxels.
+TEST(Volume, LargeVolumesAreHugePageAlignedAndEverySizeStartsAtZero) {
+  for (const ctd::Dims dims : {ctd::Dims{1, 1, 1}, ctd::Dims{17, 9, 3}, ctd::Dims{1024, 1023, 1}, ctd::Dims{1024, 1024, 1},
+                               ctd::Dims{301, 257, 41}}) {
+    ctd::Volume v(dims);
+    const bool large = std::size_t(dims.count()) * sizeof(float) >= (std::size_t(4) << 20);
+    if (large) {
+      EXPECT_EQ(reinterpret_cast<std::uintptr_t>(v.data()) % (std::uintptr_t(2) << 20), 0u) << dims.count();
+    }
+    EXPECT_TRUE(std::all_of(v.data(), v.data() + v.size(), [](float x) { return x == 0.0f; })) << dims.count();
+    for (std::int64_t i = 0; i < v.size(); ++i) v.data()[i] = float(i % 977);
+    const ctd::Volume copy = v;
+    ctd::Volume moved = std::move(v);
+    for (std::int64_t i = 0; i < copy.size(); i += 101) {
+      ASSERT_EQ(copy.data()[i], float(i % 977));
+      ASSERT_EQ(moved.data()[i], float(i % 977));
+    }
+  }
+}
+
 TEST(Volume, ReportsOutOfMemoryAsItsKind) {
   EXPECT_TRUE(throws_kind([] { ctd::Volume v({1 << 20, 1 << 20, 1 << 16}); }, ErrorKind::OutOfMemory));
 }
