@@ -302,6 +302,22 @@ TEST(NlmCudaHostApi, LargeVolumeThroughPinnedStagingMatchesTheDeviceApi) {
   EXPECT_GE(free_released, free_kept + 2 * bytes);
 }
 
+// Small filters for the host-call tests below.
+ctd::NlmParams small_nlm(int search_radius) {
+  ctd::NlmParams p;
+  p.h = 20;
+  p.search_radius = search_radius;
+  p.patch_radius = 1;
+  return p;
+}
+
+ctd::BilateralParams small_bilateral() {
+  ctd::BilateralParams p;
+  p.sigma_spatial = 1;
+  p.sigma_range = 50;
+  return p;
+}
+
 // Float input is checked finite while it is copied into the staging buffers (and before the
 // direct copy of small volumes): a NaN or an infinity anywhere, the last voxel included, is the
 // same error as on the CPU, and the output is left as it was.
@@ -309,13 +325,8 @@ TEST(NlmCudaHostApi, NonFiniteInputIsRefusedDuringTheUploadAndTheOutputIsUntouch
   CTD_REQUIRE_CUDA_DEVICE();
   ctd::ExecContext cuda;
   cuda.device = ctd::Device::Cuda;
-  ctd::NlmParams nlm;
-  nlm.h = 20;
-  nlm.search_radius = 1;
-  nlm.patch_radius = 1;
-  ctd::BilateralParams bilateral;
-  bilateral.sigma_spatial = 1;
-  bilateral.sigma_range = 50;
+  const ctd::NlmParams nlm = small_nlm(1);
+  const ctd::BilateralParams bilateral = small_bilateral();
   for (const ctd::Dims dims : {ctd::Dims{37, 29, 5}, ctd::Dims{301, 257, 70}}) {  // direct; staged (5 chunks)
     ctd::Volume in = testing_util::random_volume(dims, 5);
     const std::int64_t last = in.size() - 1, middle = in.view().index(dims.nx / 2, 3, dims.nz - 2);
@@ -348,13 +359,8 @@ TEST(NlmCudaHostApi, NonFiniteInputIsRefusedDuringTheUploadAndTheOutputIsUntouch
 // a small volume (direct copy), a staged one, int16 input and both filters.
 TEST(NlmCudaHostApi, OnUploadedComesOnceAndTheInputIsNotReadAfterIt) {
   CTD_REQUIRE_CUDA_DEVICE();
-  ctd::NlmParams nlm;
-  nlm.h = 20;
-  nlm.search_radius = 2;
-  nlm.patch_radius = 1;
-  ctd::BilateralParams bilateral;
-  bilateral.sigma_spatial = 1;
-  bilateral.sigma_range = 50;
+  const ctd::NlmParams nlm = small_nlm(2);
+  const ctd::BilateralParams bilateral = small_bilateral();
   for (const ctd::Dims dims : {ctd::Dims{37, 29, 5}, ctd::Dims{301, 257, 70}}) {
     const ctd::Volume in = testing_util::random_volume(dims, 9);
     std::vector<std::int16_t> in16(std::size_t(in.size()));
