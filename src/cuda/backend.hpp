@@ -30,11 +30,17 @@ void nlm_device(const float* in, float* out, const Dims& dims, const NlmParams& 
 // the kernels by CUDA events.
 struct HostTimes {
   double upload_ms = 0, kernel_ms = 0, download_ms = 0, upload_bytes = 0;
-  // False where the float input held a NaN or an infinity: nothing ran, the output is untouched.
+  // False where the float input held a NaN or an infinity: the output is untouched.
   bool input_finite = true;
+  // The stages overlapped (the volume went up and down in slabs): upload_ms and download_ms are
+  // the host's two loops, kernel_ms ran beside them.
+  bool overlapped = false;
   // As FilterRun::details.
   std::map<std::string, double> details() const {
-    return {{"upload_ms", upload_ms}, {"kernel_ms", kernel_ms}, {"download_ms", download_ms}, {"upload_bytes", upload_bytes}};
+    std::map<std::string, double> d = {
+        {"upload_ms", upload_ms}, {"kernel_ms", kernel_ms}, {"download_ms", download_ms}, {"upload_bytes", upload_bytes}};
+    if (overlapped) d["overlapped"] = 1;
+    return d;
   }
 };
 // Upload, filter, download, synchronise (int16 input converted on the device); `uploaded` (if

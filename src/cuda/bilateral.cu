@@ -64,6 +64,7 @@ ConstantTableTurn& constant_table_turn() {
 
 struct BfParams {
   int nx, ny, nz, rx, ry, rz;
+  int z0;  // fused: the first output slice (a slab's); the grid's z counts from it
   float inv_two_sr2;  // 1 / (2 sigma_r^2)
   float scale;        // sqrt(log2(e) / (2 sigma_r^2)): fused works on scaled values, exp2 of -d^2
   // log2 of the spatial factor along each axis, exp(-(k s)^2 / (2 sigma_s^2)), index k + r
@@ -203,7 +204,7 @@ struct FusedRun {
 __global__ void __launch_bounds__(kFusedBx* kFusedBy) bf_fused_kernel(const float* __restrict__ u,
                                                                       float* __restrict__ out, BfParams k) {
   const int x = blockIdx.x * kFusedBx + threadIdx.x;
-  const int y0 = (blockIdx.y * kFusedBy + threadIdx.y) * kFusedRun, z = blockIdx.z;
+  const int y0 = (blockIdx.y * kFusedBy + threadIdx.y) * kFusedRun, z = k.z0 + int(blockIdx.z);
   if (x >= k.nx || y0 >= k.ny) return;
   const long long plane = (long long)k.nx * k.ny;
   FusedRun r(u, k, plane, x, y0, z);
@@ -272,7 +273,7 @@ __global__ void __launch_bounds__(kFusedBx* kFusedBy, 5) bf_fused_column_kernel(
                                                                              float* __restrict__ out, BfParams k) {
   constexpr int kColumn = kFusedRun + 2 * RY;
   const int x = blockIdx.x * kFusedBx + threadIdx.x;
-  const int y0 = (blockIdx.y * kFusedBy + threadIdx.y) * kFusedRun, z = blockIdx.z;
+  const int y0 = (blockIdx.y * kFusedBy + threadIdx.y) * kFusedRun, z = k.z0 + int(blockIdx.z);
   if (x >= k.nx || y0 >= k.ny) return;
   const long long plane = (long long)k.nx * k.ny;
   FusedRun r(u, k, plane, x, y0, z);
@@ -982,6 +983,15 @@ std::size_t work_floats(const Dims& dims, const BilateralParams& params, const s
 
 // Queues the variant on `stream` over device memory; `work` holds work_floats' floats (float4
 // aligned).
+// The fused filter's output slices [z0, z1): each voxel is computed alone, so any cut into slabs
+// gives the same bits.
+void queue_fused(const float* d_in, float* d_out, BfParams k, int z0, int z1, cudaStream_t stream) {
+  k.z0 = z0;
+  const dim3 grid(unsigned((k.nx + kFusedBx - 1) / kFusedBx),
+                  unsigned((k.ny + kFusedBy * kFusedRun - 1) / (kFusedBy * kFusedRun)), unsigned(z1 - z0));
+  launch_fused(k.ry, grid, dim3(kFusedBx, kFusedBy), stream, d_in, d_out, k);
+}
+
 void run_bilateral(const float* d_in, float* d_out, const Dims& dims, const BilateralParams& params,
                    const std::array<int, 3>& radius, BilateralAlgorithm algorithm, const CompressiveSettings& settings,
                    float lo, float* work, cudaStream_t stream) {
@@ -1023,12 +1033,9 @@ void run_bilateral(const float* d_in, float* d_out, const Dims& dims, const Bila
       constant_table_turn().mark(stream, device);
       break;
     }
-    case BilateralAlgorithm::Fused: {
-      const dim3 grid(unsigned((k.nx + kFusedBx - 1) / kFusedBx),
-                      unsigned((k.ny + kFusedBy * kFusedRun - 1) / (kFusedBy * kFusedRun)), unsigned(k.nz));
-      launch_fused(k.ry, grid, dim3(kFusedBx, kFusedBy), stream, d_in, d_out, k);
+    case BilateralAlgorithm::Fused:
+      queue_fused(d_in, d_out, k, 0, k.nz, stream);
       break;
-    }
     case BilateralAlgorithm::Compressive: {
       float4* a = reinterpret_cast<float4*>(work);
       float* sums = reinterpret_cast<float*>(a + 2 * n);
@@ -1091,6 +1098,16 @@ template <class T>
 HostTimes bilateral_from_host(ConstVolumeView<T> in, VolumeView<float> out, const BilateralParams& params,
                               const std::array<int, 3>& radius, BilateralAlgorithm algorithm,
                               CompressiveSettings* compressive, const std::function<void()>& uploaded) {
+  if (algorithm == BilateralAlgorithm::Fused) {
+    const int slabs = slab_count(in.dims, radius[2]);
+    if (slabs > 1) {
+      const BfParams k = make_params(in.dims, params, radius);
+      return run_from_host_in_slabs(in, out, k.rz, slabs, uploaded,
+                                    [&](const float* d_in, float* d_out, int z0, int z1, cudaStream_t stream) {
+                                      queue_fused(d_in, d_out, k, z0, z1, stream);
+                                    });
+    }
+  }
   return run_from_host(in, out, work_floats(in.dims, params, radius, algorithm) * sizeof(float), uploaded,
                        [&](const float* d_in, float* d_out, void* work, cudaStream_t stream) {
                          CompressiveSettings settings;

@@ -119,7 +119,8 @@ class Staging {
 
   // `copy_piece(to, from, bytes)` fills the pinned buffers; pieces are whole pages.
   template <class Copy>
-  void to_device(char* device, const char* host, std::size_t bytes, cudaStream_t stream, Copy&& copy_piece) {
+  void to_device(char* device, const char* host, std::size_t bytes, cudaStream_t stream, Copy&& copy_piece,
+                 const ChunkHook& queued) {
     for (std::size_t offset = 0, k = 0; offset < bytes; offset += kChunk, ++k) {
       Slot& slot = slots_[k % kSlots];
       const std::size_t length = std::min(kChunk, bytes - offset);
@@ -127,14 +128,16 @@ class Staging {
       copy(slot.host, host + offset, length, copy_piece);
       CTD_CUDA_CHECK(cudaMemcpyAsync(device + offset, slot.host, length, cudaMemcpyHostToDevice, stream));
       CTD_CUDA_CHECK(cudaEventRecord(slot.done, stream));
+      if (queued) queued(offset, offset + length);
     }
   }
 
-  void to_host(char* host, const char* device, std::size_t bytes, cudaStream_t stream) {
+  void to_host(char* host, const char* device, std::size_t bytes, cudaStream_t stream, const ChunkHook& queuing) {
     const std::size_t chunks = (bytes + kChunk - 1) / kChunk;
     auto enqueue = [&](std::size_t k) {
       Slot& slot = slots_[k % kSlots];
       const std::size_t offset = k * kChunk, length = std::min(kChunk, bytes - offset);
+      if (queuing) queuing(offset, offset + length);
       CTD_CUDA_CHECK(cudaMemcpyAsync(slot.host, device + offset, length, cudaMemcpyDeviceToHost, stream));
       CTD_CUDA_CHECK(cudaEventRecord(slot.done, stream));
     };
@@ -225,9 +228,10 @@ namespace {
 
 struct HostCallCache {
   DeviceBuffer<std::byte> memory;
-  cudaStream_t stream = nullptr;
+  cudaStream_t stream = nullptr, second = nullptr;
   ~HostCallCache() {
     if (stream) cudaStreamDestroy(stream);
+    if (second) cudaStreamDestroy(second);
   }
 };
 
@@ -264,27 +268,38 @@ HostCallMemory::HostCallMemory(std::initializer_list<std::size_t> part_bytes) {
 
 cudaStream_t HostCallMemory::stream() const { return host_call_cache().stream; }
 
+cudaStream_t HostCallMemory::second_stream() const {
+  HostCallCache& cache = host_call_cache();
+  if (!cache.second) CTD_CUDA_CHECK(cudaStreamCreateWithFlags(&cache.second, cudaStreamNonBlocking));
+  return cache.second;
+}
+
 void release_host_call_memory() noexcept {
   HostCallCache& cache = host_call_cache();
   if (cache.stream) cudaStreamSynchronize(cache.stream);
+  if (cache.second) cudaStreamSynchronize(cache.second);
   cache.memory = DeviceBuffer<std::byte>();
 }
 
-void copy_bytes_to_device(void* device, const void* host, std::size_t bytes, cudaStream_t stream) {
+void copy_bytes_to_device(void* device, const void* host, std::size_t bytes, cudaStream_t stream,
+                          const ChunkHook& queued) {
   if (bytes <= kDirectBytes) {
     CTD_CUDA_CHECK(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, stream));
+    if (queued) queued(0, bytes);
     return;
   }
   StagingLease()->to_device(static_cast<char*>(device), static_cast<const char*>(host), bytes, stream,
-                      [](char* to, const char* from, std::size_t n) { std::memcpy(to, from, n); });
+                            [](char* to, const char* from, std::size_t n) { std::memcpy(to, from, n); }, queued);
 }
 
-bool copy_finite_to_device(float* device, const float* host, std::size_t count, cudaStream_t stream) {
+bool copy_finite_to_device(float* device, const float* host, std::size_t count, cudaStream_t stream,
+                           const ChunkHook& queued) {
   const std::size_t bytes = count * sizeof(float);
   if (bytes <= kDirectBytes) {
     bool finite = true;
     for (std::size_t i = 0; i < count && finite; ++i) finite = std::isfinite(host[i]);
     if (finite) CTD_CUDA_CHECK(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, stream));
+    if (finite && queued) queued(0, bytes);
     return finite;
   }
   std::atomic<bool> finite = true;
@@ -294,7 +309,8 @@ bool copy_finite_to_device(float* device, const float* host, std::size_t count, 
                                               n / sizeof(float))) {
                           finite.store(false, std::memory_order_relaxed);
                         }
-                      });
+                      },
+                      queued);
   return finite.load();
 }
 
@@ -316,14 +332,15 @@ void int16_to_float(const std::int16_t* in, float* out, std::size_t count, cudaS
   CTD_CUDA_CHECK(cudaGetLastError());
 }
 
-void copy_to_host(float* host, const float* device, std::size_t count, cudaStream_t stream) {
+void copy_to_host(float* host, const float* device, std::size_t count, cudaStream_t stream, const ChunkHook& queuing) {
   const std::size_t bytes = count * sizeof(float);
   if (bytes <= kDirectBytes) {
+    if (queuing) queuing(0, bytes);
     CTD_CUDA_CHECK(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, stream));
     CTD_CUDA_CHECK(cudaStreamSynchronize(stream));
     return;
   }
-  StagingLease()->to_host(reinterpret_cast<char*>(host), reinterpret_cast<const char*>(device), bytes, stream);
+  StagingLease()->to_host(reinterpret_cast<char*>(host), reinterpret_cast<const char*>(device), bytes, stream, queuing);
 }
 
 float* stream_workspace(std::size_t floats, cudaStream_t stream) {

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <utility>
 
@@ -66,6 +67,7 @@ class HostCallMemory {
   explicit HostCallMemory(std::initializer_list<std::size_t> part_bytes);
   void* part(std::size_t index) const { return parts_[index]; }
   cudaStream_t stream() const;
+  cudaStream_t second_stream() const;  // for work beside stream()'s (run_from_host_in_slabs)
 
  private:
   void* parts_[4] = {};
@@ -75,11 +77,18 @@ class HostCallMemory {
 // buffers (kept per host thread), filled and drained on every core while the previous chunk is
 // on the bus. Both return when the host memory may be reused (to_host: when it holds the data).
 // copy_finite_to_device also says whether every voxel was finite (checked on the way).
-bool copy_finite_to_device(float* device, const float* host, std::size_t count, cudaStream_t stream);
-void copy_bytes_to_device(void* device, const void* host, std::size_t bytes, cudaStream_t stream);
+// The hooks see the bytes [first, end) of each piece: the uploads call theirs once the piece's
+// copy is queued on `stream`, copy_to_host before it queues the piece's copy (e.g. to make the
+// stream wait for the kernel that writes it).
+using ChunkHook = std::function<void(std::size_t first, std::size_t end)>;
+bool copy_finite_to_device(float* device, const float* host, std::size_t count, cudaStream_t stream,
+                           const ChunkHook& queued = {});
+void copy_bytes_to_device(void* device, const void* host, std::size_t bytes, cudaStream_t stream,
+                          const ChunkHook& queued = {});
 // Queues out[i] = in[i] for `count` voxels on `stream` (exact: every int16 is a float).
 void int16_to_float(const std::int16_t* in, float* out, std::size_t count, cudaStream_t stream);
-void copy_to_host(float* host, const float* device, std::size_t count, cudaStream_t stream);
+void copy_to_host(float* host, const float* device, std::size_t count, cudaStream_t stream,
+                  const ChunkHook& queuing = {});
 
 // Milliseconds the host spent in f().
 template <class F>
@@ -100,6 +109,20 @@ class Stream {
 
  private:
   cudaStream_t stream_ = nullptr;
+};
+
+// An event for ordering streams (no timing).
+class SyncEvent {
+ public:
+  SyncEvent() { CTD_CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming)); }
+  ~SyncEvent() { cudaEventDestroy(event_); }
+  SyncEvent(const SyncEvent&) = delete;
+  SyncEvent& operator=(const SyncEvent&) = delete;
+  void record(cudaStream_t stream) { CTD_CUDA_CHECK(cudaEventRecord(event_, stream)); }
+  void wait(cudaStream_t stream) const { CTD_CUDA_CHECK(cudaStreamWaitEvent(stream, event_, 0)); }
+
+ private:
+  cudaEvent_t event_ = nullptr;
 };
 
 class Event {

@@ -14,7 +14,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -355,6 +357,55 @@ TEST_P(BilateralCudaDeviceApi, MatchesTheHostApiOnTheCallersStream) {
   cudaStreamDestroy(stream);
   cudaFree(d_in);
   cudaFree(d_out);
+}
+
+// From host memory the fused filter goes up and down in slabs (8 MiB or more each, at least as
+// thick as the window's z radius and 4 slices), filtered while they travel: its output must be
+// the device API's in one piece, bit for bit, from float32 and from int16, for slabs as thin as
+// the halo, odd sizes, and a volume too small for slabs.
+TEST(BilateralCudaHostApi, SlabsGiveTheOutputOfOnePiece) {
+  CTD_REQUIRE_CUDA_DEVICE();
+  struct SlabCase {
+    ctd::Dims dims;
+    float sigma_spatial;
+  };
+  for (const SlabCase c : {SlabCase{{301, 257, 70}, 1.0f}, SlabCase{{160, 130, 411}, 1.5f},
+                           SlabCase{{1024, 1024, 9}, 1.0f}, SlabCase{{512, 512, 40}, 2.0f}, SlabCase{{37, 29, 5}, 1.0f}}) {
+    ctd::Volume in = testing_util::structured_volume(c.dims, 12);
+    std::vector<std::int16_t> in16(std::size_t(in.size()));
+    for (std::size_t i = 0; i < in16.size(); ++i) {
+      in16[i] = std::int16_t(std::lround(in.data()[i]));
+      in.data()[i] = float(in16[i]);  // the same values both ways
+    }
+    const std::size_t bytes = std::size_t(in.size()) * sizeof(float);
+    float *d_in = nullptr, *d_out = nullptr;
+    ASSERT_EQ(cudaMalloc(&d_in, bytes), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&d_out, bytes), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(d_in, in.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
+    ctd::BilateralParams p;
+    p.sigma_spatial = c.sigma_spatial;
+    p.sigma_range = 40;
+    p.algorithm = ctd::BilateralAlgorithm::Fused;
+    ctd::bilateral_device(d_in, d_out, c.dims, p, nullptr);
+    ctd::Volume expected(c.dims);
+    ASSERT_EQ(cudaMemcpy(expected.data(), d_out, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+    cudaFree(d_in);
+    cudaFree(d_out);
+    ctd::ExecContext cuda;
+    cuda.device = ctd::Device::Cuda;
+    const int rz = ctd::bilateral_radius(p, c.dims)[2];
+    const bool slabbed = bytes >= (std::size_t(16) << 20) && c.dims.nz / std::max(4, rz) >= 2;
+    for (bool int16 : {false, true}) {
+      ctd::Volume out(c.dims);
+      const ctd::FilterRun run =
+          int16 ? ctd::bilateral(ctd::ConstVolumeView<std::int16_t>{in16.data(), c.dims}, out.view(), p, cuda)
+                : ctd::bilateral(in.view(), out.view(), p, cuda);
+      EXPECT_EQ(run.details.count("overlapped"), slabbed ? 1u : 0u) << c.dims.count();
+      EXPECT_TRUE(testing_util::bit_identical(out, expected))
+          << c.dims.nx << "x" << c.dims.ny << "x" << c.dims.nz << (int16 ? " int16" : " float32");
+      EXPECT_GT(run.details.at("kernel_ms"), 0.0);
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
