@@ -171,6 +171,8 @@ int main(int argc, char** argv) {
       std::vector<double> e2e;
       ctd::ExecContext context;
       context.device = ctd::Device::Cuda;
+      // Warm-up, as for int16 below: the first host call of a size grows the kept device memory.
+      if (r.kernel_ms <= 2000) ctd::nlm(in.view(), out.view(), p, context);
       for (int i = 0; i < 3; ++i) {
         const auto t0 = std::chrono::steady_clock::now();
         ctd::nlm(in.view(), out.view(), p, context);
