@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _core
+
 ACCEPTED_DTYPES = ("float32", "float64", "int16", "uint16", "uint8")
 
 
@@ -106,7 +108,7 @@ class HostImage(_Image):
     def output(self, out):
         """The C-ordered float32 array the filter writes, from `out` (checked) or new."""
         if out is None:
-            return np.empty(self.c_shape, dtype=np.float32)
+            return _core.empty_output(list(self.c_shape))
         array = out.detach().numpy() if framework(out) == "torch" else out
         if not isinstance(array, np.ndarray):
             raise TypeError(f"out must be a numpy array (or CPU tensor) like the image, got {type(out).__name__}")

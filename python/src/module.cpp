@@ -247,6 +247,18 @@ void bind_filters(nb::module_& m) {
     }));
   });
 
+  // A new float32 array of the given C-order shape (2 or 3 axes) for a filter's output, in a
+  // ctd::Volume: on huge pages where it is large, and its pages touched on all cores. A fresh
+  // np.empty is instead faulted in page by page while the output is copied in (70-77 ms of a
+  // 512^3 bilateral call's 108-119 ms on the H100 host).
+  m.def("empty_output", [](const std::vector<std::size_t>& shape) {
+    if (shape.size() != 2 && shape.size() != 3) throw Error(ErrorKind::InvalidArgument, "the output has 2 or 3 axes");
+    const Dims d{std::int64_t(shape.back()), std::int64_t(shape[shape.size() - 2]), shape.size() == 3 ? std::int64_t(shape[0]) : 1};
+    auto volume = without_gil([&] { return std::make_unique<Volume>(d); });
+    float* data = volume->data();
+    nb::capsule owner(volume.release(), [](void* p) noexcept { delete static_cast<Volume*>(p); });
+    return nb::ndarray<nb::numpy, float>(data, shape.size(), shape.data(), owner);
+  });
   m.def("available_device", [](const std::string& device) { return std::string(to_string(available_device(device_from_string(device)))); });
   m.def("cuda_device_name", &cuda_device_name);
   m.def("release_cuda_memory", &release_cuda_memory);
