@@ -9,9 +9,9 @@
 #include "cpu/thread_pool.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -92,28 +92,22 @@ class Staging {
   // One block for all slots: allocated, its pages touched on every core, then pinned with
   // cudaHostRegister (8-14 ms for 64 MiB on the H100 host, against 30-36 ms for cudaHostAlloc).
   Staging() : pool_(cpu::hardware_threads()) {
-    block_ = static_cast<char*>(std::aligned_alloc(kPage, kSlots * kChunk));
-    if (!block_) throw Error(ErrorKind::OutOfMemory, "cannot allocate the staging buffers for host copies");
-    each_piece(kSlots * kChunk, [&](std::size_t begin, std::size_t end) { std::memset(block_ + begin, 0, end - begin); });
-    const cudaError_t registered = cudaHostRegister(block_, kSlots * kChunk, cudaHostRegisterDefault);
-    if (registered != cudaSuccess) {
-      std::free(block_);
-      CTD_CUDA_CHECK(registered);
-    }
-    for (int k = 0; k < kSlots; ++k) {
-      slots_[k].host = block_ + k * kChunk;
-      CTD_CUDA_CHECK(cudaEventCreateWithFlags(&slots_[k].done, cudaEventDisableTiming));
+    try {
+      block_ = static_cast<char*>(std::aligned_alloc(kPage, kSlots * kChunk));
+      if (!block_) throw Error(ErrorKind::OutOfMemory, "cannot allocate the staging buffers for host copies");
+      each_piece(kSlots * kChunk, [&](std::size_t begin, std::size_t end) { std::memset(block_ + begin, 0, end - begin); });
+      CTD_CUDA_CHECK(cudaHostRegister(block_, kSlots * kChunk, cudaHostRegisterDefault));
+      registered_ = true;
+      for (int k = 0; k < kSlots; ++k) {
+        slots_[k].host = block_ + k * kChunk;
+        CTD_CUDA_CHECK(cudaEventCreateWithFlags(&slots_[k].done, cudaEventDisableTiming));
+      }
+    } catch (...) {
+      release();
+      throw;
     }
   }
-  ~Staging() {
-    for (Slot& slot : slots_) {
-      if (!slot.done) continue;
-      cudaEventSynchronize(slot.done);
-      cudaEventDestroy(slot.done);
-    }
-    cudaHostUnregister(block_);
-    std::free(block_);
-  }
+  ~Staging() { release(); }
   Staging(const Staging&) = delete;
   Staging& operator=(const Staging&) = delete;
 
@@ -158,6 +152,16 @@ class Staging {
     cudaEvent_t done = nullptr;
   };
   static constexpr std::size_t kPage = 4096;
+  // What the constructor made, as far as it got.
+  void release() noexcept {
+    for (Slot& slot : slots_) {
+      if (!slot.done) continue;
+      cudaEventSynchronize(slot.done);
+      cudaEventDestroy(slot.done);
+    }
+    if (registered_) cudaHostUnregister(block_);
+    std::free(block_);
+  }
   // body(begin, end) over [0, bytes) in whole pages, on every core.
   template <class Body>
   void each_piece(std::size_t bytes, Body&& body) {
@@ -172,11 +176,12 @@ class Staging {
   }
   cpu::ThreadPool pool_;
   char* block_ = nullptr;
+  bool registered_ = false;
   Slot slots_[kSlots];
 };
 
-// Staging sets are made once (their pinned memory takes 25-40 ms to allocate on the H100 host)
-// and lent to one copying thread at a time.
+// Staging sets are made once (pinning their memory takes 8-14 ms on the H100 host) and lent to
+// one copying thread at a time.
 class StagingPool {
  public:
   std::unique_ptr<Staging> take() {
