@@ -9,7 +9,6 @@
 #include <ctdenoise/ctdenoise.hpp>
 
 #include <nanobind/stl/array.h>
-#include <type_traits>
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
@@ -25,6 +24,7 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 namespace ctdpy {

@@ -74,8 +74,8 @@ class HostCallMemory {
 };
 
 // Copies between pageable host memory and the device at the bus's speed: through pinned staging
-// buffers (kept per host thread), filled and drained on every core while the previous chunk is
-// on the bus. Both return when the host memory may be reused (to_host: when it holds the data).
+// buffers (lent from a process-wide pool, one set per copying thread at a time), filled and
+// drained on every core while the previous chunk is on the bus. Both return when the host memory may be reused (to_host: when it holds the data).
 // copy_finite_to_device also says whether every voxel was finite (checked on the way).
 // The hooks see the bytes [first, end) of each piece: the uploads call theirs once the piece's
 // copy is queued on `stream`, copy_to_host before it queues the piece's copy (e.g. to make the
@@ -111,27 +111,15 @@ class Stream {
   cudaStream_t stream_ = nullptr;
 };
 
-// An event for ordering streams (no timing).
-class SyncEvent {
- public:
-  SyncEvent() { CTD_CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming)); }
-  ~SyncEvent() { cudaEventDestroy(event_); }
-  SyncEvent(const SyncEvent&) = delete;
-  SyncEvent& operator=(const SyncEvent&) = delete;
-  void record(cudaStream_t stream) { CTD_CUDA_CHECK(cudaEventRecord(event_, stream)); }
-  void wait(cudaStream_t stream) const { CTD_CUDA_CHECK(cudaStreamWaitEvent(stream, event_, 0)); }
-
- private:
-  cudaEvent_t event_ = nullptr;
-};
-
 class Event {
  public:
-  Event() { CTD_CUDA_CHECK(cudaEventCreate(&event_)); }
+  Event() : Event(cudaEventDefault) {}
   ~Event() { cudaEventDestroy(event_); }
   Event(const Event&) = delete;
   Event& operator=(const Event&) = delete;
   void record(cudaStream_t stream) { CTD_CUDA_CHECK(cudaEventRecord(event_, stream)); }
+  // Makes `stream` wait for the work recorded before this event.
+  void wait(cudaStream_t stream) const { CTD_CUDA_CHECK(cudaStreamWaitEvent(stream, event_, 0)); }
   // Milliseconds from `start` to this event (both recorded and completed).
   float elapsed_since(const Event& start) const {
     CTD_CUDA_CHECK(cudaEventSynchronize(event_));
@@ -140,8 +128,17 @@ class Event {
     return ms;
   }
 
+ protected:
+  explicit Event(unsigned flags) { CTD_CUDA_CHECK(cudaEventCreateWithFlags(&event_, flags)); }
+
  private:
   cudaEvent_t event_ = nullptr;
+};
+
+// An event for ordering streams only (no timing: cheaper to record and wait for).
+class SyncEvent : public Event {
+ public:
+  SyncEvent() : Event(cudaEventDisableTiming) {}
 };
 
 }  // namespace ctd::cuda

@@ -4,12 +4,12 @@
 #include "cuda/backend.hpp"
 #include "cuda/device_buffer.hpp"
 
-#include <cstddef>
-#include <functional>
-#include <cstdint>
-#include <type_traits>
 #include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 namespace ctd::cuda {

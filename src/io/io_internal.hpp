@@ -109,10 +109,8 @@ inline void swap_bytes(char* data, std::size_t count, std::size_t width) {
 // pieces on all cores, each read and converted by one thread (disks and the page cache give
 // more with several requests in flight, and the conversion needs no pass of its own). Fails
 // (Io) where the file ends early.
-void read_plain_voxels(const fs::path& file, std::uint64_t offset, PixelType type, ByteOrder order, std::int64_t count,
-                       float* out);
-// The same, keeping the stored voxels in image.int16_voxels as well where the options ask for it
-// and they are int16.
+// Into image.volume (sized), keeping the stored voxels in image.int16_voxels as well where the
+// options ask for it and they are int16.
 void read_plain_voxels(const fs::path& file, std::uint64_t offset, PixelType type, ByteOrder order, const ReadOptions& options,
                        Image& image);
 // Every strip or tile of every page decodes; every row of a PNG decodes (before ITK's reader,

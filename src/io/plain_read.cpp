@@ -55,11 +55,6 @@ void read_pieces(const fs::path& file, std::uint64_t offset, PixelType type, Byt
 
 }  // namespace
 
-void read_plain_voxels(const fs::path& file, std::uint64_t offset, PixelType type, ByteOrder order, std::int64_t count,
-                       float* out) {
-  read_pieces(file, offset, type, order, count, out, nullptr);
-}
-
 void read_plain_voxels(const fs::path& file, std::uint64_t offset, PixelType type, ByteOrder order, const ReadOptions& options,
                        Image& image) {
   const bool keep = options.keep_int16 && type == PixelType::Int16;
