@@ -2,7 +2,7 @@
 // textures and doses, several radii, 2D and 3D, NLM and the bilateral filter. For each case it
 // compares the automatic value with the best of a sweep against the noise-free reference.
 //
-//   validate_params --data ../shared/data [--reduced] [--json out.json] [--only TEXT] [--oracle] [--device cpu|auto]
+//   validate_params --data ../shared/data [--reduced | --extra] [--json out.json] [--only TEXT] [--oracle] [--device cpu|auto]
 //
 // --device auto runs the filters (the sweeps and the automatic choice) on the GPU when there is
 // one: the full matrix then takes minutes instead of an hour.
@@ -76,12 +76,41 @@ ctd::Volume read_cthead(const fs::path& folder) {
 
 struct Texture {
   std::string name;  // e.g. "white", "FBP ramp 360 views", "FBP ramp 360 views, z-correlated"
-  std::string kind;  // white | fbp
+  std::string kind;  // white | fbp | blurred | signal
   double level = 0;  // the added noise's standard deviation (HU); for FBP the dose is set to give it
   int views = 0;
   ctd::FbpWindow window = ctd::FbpWindow::Ramp;
   bool z_correlated = false;
+  double blur = 0;       // blurred: the Gaussian's sigma (voxels), in-plane; along z too when blur_z
+  bool blur_z = false;
 };
+
+// Gaussian smoothing along one axis (sigma in voxels, mirror border), in place.
+void gaussian_along(ctd::Volume& v, int axis, double sigma) {
+  const ctd::Dims d = v.dims();
+  const i64 n = axis == 0 ? d.nx : axis == 1 ? d.ny : d.nz;
+  const i64 stride = axis == 0 ? 1 : axis == 1 ? d.nx : d.nx * d.ny;
+  const int r = int(std::ceil(4 * sigma));
+  std::vector<double> w(2 * r + 1);
+  double sum = 0;
+  for (int k = -r; k <= r; ++k) sum += w[k + r] = std::exp(-0.5 * k * k / (sigma * sigma));
+  std::vector<double> line(n);
+  auto mirror = [n](i64 i) {
+    while (i < 0 || i >= n) i = i < 0 ? -i : 2 * (n - 1) - i;
+    return n == 1 ? i64{0} : i;
+  };
+  for (i64 z = 0; z < (axis == 2 ? 1 : d.nz); ++z)
+    for (i64 y = 0; y < (axis == 1 ? 1 : d.ny); ++y)
+      for (i64 x = 0; x < (axis == 0 ? 1 : d.nx); ++x) {
+        float* base = v.data() + (z * d.ny + y) * d.nx + x;
+        for (i64 i = 0; i < n; ++i) {
+          double acc = 0;
+          for (int k = -r; k <= r; ++k) acc += w[k + r] * base[mirror(i + k) * stride];
+          line[i] = acc / sum;
+        }
+        for (i64 i = 0; i < n; ++i) base[i * stride] = float(line[i]);
+      }
+}
 
 // z-smoothing by [1 2 1] / 4 (mirror border): a reconstruction with overlapping slices.
 ctd::Volume smooth_z(const ctd::Volume& v) {
@@ -100,12 +129,29 @@ ctd::Volume smooth_z(const ctd::Volume& v) {
 
 // (reference, noisy) for a clean scan and a texture; the seed varies with the dose.
 std::pair<ctd::Volume, ctd::Volume> make_pair(const ctd::Volume& clean, const Texture& t, std::uint64_t seed) {
-  if (t.kind == "white") {
-    ctd::Volume noisy = clean;
+  if (t.kind == "white" || t.kind == "blurred" || t.kind == "signal") {
+    ctd::Volume noise(clean.dims(), clean.geometry);
     std::mt19937_64 rng(seed);
-    std::normal_distribution<double> noise(0, t.level);
+    std::normal_distribution<double> normal(0, 1);
+    for (i64 i = 0; i < noise.size(); ++i) noise.data()[i] = float(normal(rng));
+    if (t.kind == "blurred") {  // white noise through a Gaussian, scaled back to the level
+      gaussian_along(noise, 0, t.blur);
+      gaussian_along(noise, 1, t.blur);
+      if (t.blur_z) gaussian_along(noise, 2, t.blur);
+      double sum2 = 0;
+      for (i64 i = 0; i < noise.size(); ++i) sum2 += double(noise.data()[i]) * noise.data()[i];
+      const float scale = float(1 / std::sqrt(sum2 / double(noise.size())));
+      for (i64 i = 0; i < noise.size(); ++i) noise.data()[i] *= scale;
+    }
+    ctd::Volume noisy = clean;
     for (i64 i = 0; i < noisy.size(); ++i) {
-      if (clean.data()[i] >= -1024) noisy.data()[i] = float(clean.data()[i] + noise(rng));
+      if (clean.data()[i] < -1024) continue;
+      // signal: the variance follows the attenuation (water at the level, air at a tenth of it),
+      // as image-domain Poisson noise does; otherwise stationary.
+      const double sd = t.kind == "signal"
+                            ? t.level * std::sqrt(std::max(0.1, (clean.data()[i] + 1024.0) / 1024.0))
+                            : t.level;
+      noisy.data()[i] = float(clean.data()[i] + sd * noise.data()[i]);
     }
     return {clean, noisy};
   }
@@ -232,7 +278,7 @@ std::vector<Setting> settings(bool flat, bool reduced) {
 
 int main(int argc, char** argv) {
   std::string data_dir = "../shared/data", json_path;
-  bool reduced = false, oracle_too = false;
+  bool reduced = false, oracle_too = false, extra = false;
   double check_gap = -1;
   int threads = 0;
   std::string only, dump;
@@ -246,6 +292,7 @@ int main(int argc, char** argv) {
     if (a == "--data") data_dir = next();
     else if (a == "--json") json_path = next();
     else if (a == "--reduced") reduced = true;
+    else if (a == "--extra") extra = true;  // textures outside the list instead: smooth, Shepp-Logan, signal-dependent
     else if (a == "--oracle") oracle_too = true;
     else if (a == "--check") check_gap = std::stod(next());  // exit 1 when a case's PSNR gap is larger, or below the noisy input  // also the choice with the noise model of the added noise alone
     else if (a == "--threads") threads = std::stoi(next());
@@ -257,7 +304,7 @@ int main(int argc, char** argv) {
       device = v == "cpu" ? ctd::Device::Cpu : ctd::Device::Auto;
     }
     else {
-      fmt::print(stderr, "usage: validate_params [--data DIR] [--reduced] [--json FILE] [--only TEXT] [--oracle] [--device cpu|auto]\n");
+      fmt::print(stderr, "usage: validate_params [--data DIR] [--reduced | --extra] [--json FILE] [--only TEXT] [--oracle] [--device cpu|auto]\n");
       return 2;
     }
   }
@@ -302,9 +349,27 @@ int main(int argc, char** argv) {
         to.push_back(t);
       }
     };
-    add(textures2d, "white", "white", 0, ctd::FbpWindow::Ramp, false);
-    add(textures3d, "white", "white", 0, ctd::FbpWindow::Ramp, false);
-    if (reduced) {
+    if (extra) {
+      // Robustness: textures the matrix above does not hold, run apart (--extra).
+      auto blurred = [&](std::vector<Texture>& to, double blur, bool z) {
+        for (double level : levels) {
+          to.push_back(Texture{fmt::format("white blurred {} vox{}, sigma {}", blur, z ? " 3D" : "", level), "blurred",
+                               level, 0, ctd::FbpWindow::Ramp, false, blur, z});
+        }
+      };
+      blurred(textures2d, 0.7, false);
+      blurred(textures2d, 1.2, false);
+      add(textures2d, "FBP Shepp-Logan 360 views", "fbp", 360, ctd::FbpWindow::SheppLogan, false);
+      add(textures2d, "signal-dependent white", "signal", 0, ctd::FbpWindow::Ramp, false);
+      blurred(textures3d, 0.7, true);
+      blurred(textures3d, 0.7, false);
+      add(textures3d, "signal-dependent white", "signal", 0, ctd::FbpWindow::Ramp, false);
+    } else {
+      add(textures2d, "white", "white", 0, ctd::FbpWindow::Ramp, false);
+      add(textures3d, "white", "white", 0, ctd::FbpWindow::Ramp, false);
+    }
+    if (extra) {
+    } else if (reduced) {
       add(textures2d, "FBP ramp 360 views", "fbp", 360, ctd::FbpWindow::Ramp, false);
       add(textures3d, "FBP ramp 360 views, z-correlated", "fbp", 360, ctd::FbpWindow::Ramp, true);
     } else {

@@ -34,6 +34,8 @@ constexpr i64 kMaxFallbackSlices = 64;          // slices whose in-plane sigma t
 constexpr i64 kLeastResidualsPerSlice = 1 << 14;  // residuals per slice it reads, at least
 constexpr double kLeastSmoothCorrelation = 0.4;    // below it, the fallback stays white in-plane
 constexpr double kMaxSmoothGrain = 2.5;  // largest smooth-fallback sigma / pseudo-residual sigma believed
+                                         // without the far lags' confirmation
+constexpr int kMaxSmoothRadius = 8;      // in-plane lags of a smooth-fallback model, at most
 
 struct Lag {
   int dx, dy, dz;
@@ -107,14 +109,15 @@ SliceCorrelation slice_correlation(ConstVolumeView<float> in, const std::vector<
 // smooth anatomy: widths over 3 voxels are not believed), then v1 the level.
 struct SmoothNoise {
   double c0 = 0, width = 0;
+  double white = 0;  // the variance of white noise on top (fit_smooth_and_white_noise)
   double correlation(double d) const { return std::exp(-d * d / (4 * width * width)); }
+  // E[D(d)^2] / c0 of the smooth part alone.
+  double reads(double d) const { return 6 - 8 * correlation(d) + 2 * correlation(2 * d); }
+  double mean_square_difference(double d) const { return c0 * reads(d) + 6 * white; }
 };
 std::optional<SmoothNoise> fit_smooth_noise(double v1, double v2) {
   constexpr double kWidestBelieved = 3;
-  auto reads = [](double d, double w) {
-    const SmoothNoise n{1, w};
-    return 6 - 8 * n.correlation(d) + 2 * n.correlation(2 * d);
-  };
+  auto reads = [](double d, double w) { return SmoothNoise{1, w}.reads(d); };
   const double ratio = v2 / v1;
   if (!(ratio > 1) || ratio >= reads(2, kWidestBelieved) / reads(1, kWidestBelieved)) return std::nullopt;
   double lo = 1e-3, hi = kWidestBelieved;  // the ratio grows with the width
@@ -123,6 +126,35 @@ std::optional<SmoothNoise> fit_smooth_noise(double v1, double v2) {
     (reads(2, mid) / reads(1, mid) < ratio ? lo : hi) = mid;
   }
   return SmoothNoise{v1 / reads(1, lo), lo};
+}
+
+// Smooth noise with white noise on top (a scan's own, finer noise under blurred added noise):
+// E[D(d)^2] = 6 c_white + c0 (6 - 8 g(d) + 2 g(2d)). White noise adds the same at every lag, so
+// (v4 - v1) / (v2 - v1) depends on the width alone (it grows with it: 1.05 at 0.5 voxels, 2.8 at
+// 1.2, 10 at 3); then v2 - v1 gives c0 and v1 the white part. Nothing where the width is not
+// within (0.5, 3] voxels or the parts are not positive.
+std::optional<SmoothNoise> fit_smooth_and_white_noise(double v1, double v2, double v4) {
+  constexpr double kNarrowest = 0.5, kWidest = 3;
+  auto ratio_at = [](double w) {
+    const SmoothNoise n{1, w};
+    return (n.reads(4) - n.reads(1)) / (n.reads(2) - n.reads(1));
+  };
+  if (!(v2 > v1)) return std::nullopt;
+  const double ratio = (v4 - v1) / (v2 - v1);
+  if (!(ratio > ratio_at(kNarrowest)) || ratio > ratio_at(kWidest)) return std::nullopt;
+  double lo = kNarrowest, hi = kWidest;
+  for (int i = 0; i < 60; ++i) {
+    const double mid = (lo + hi) / 2;
+    (ratio_at(mid) < ratio ? lo : hi) = mid;
+  }
+  SmoothNoise n{1, lo};
+  n.c0 = (v2 - v1) / (n.reads(2) - n.reads(1));
+  n.white = (v1 - n.c0 * n.reads(1)) / 6;
+  if (n.white < 0) {
+    if (n.white < -0.02 * n.c0) return std::nullopt;
+    n.white = 0;
+  }
+  return n;
 }
 
 // The flattest blocks: within a factor 1.5 of the activity of the 10th percentile block, among
@@ -257,46 +289,119 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
   };
   std::vector<double> activity(blocks.size());
   each_block([&](std::size_t b, const std::vector<double>& hood) { activity[b] = activity_of(hood, shell_lags); });
-  // Smooth noise fitted (fit_smooth_noise) to the flattest blocks at lag 2, when it is clearly
-  // correlated (next voxel kLeastSmoothCorrelation or more) and its level is between the
-  // pseudo-residual sigma (which smooth noise always exceeds) and kMaxSmoothGrain x it.
-  // Hann-filtered noise reads up to 2.4 x; blurred anatomy alone (the noise-free Hann
-  // reconstruction of a 3 mm crop) read 2.9 x. Measured only when the model falls back.
+  // Sum of D^2 over the kBlock x kBlock area at (x0, y0) of slice z along the given in-plane
+  // lags, read from the image (lags of any length), and how many were usable.
+  auto area_sum = [&](i64 x0, i64 y0, i64 z, std::span<const Lag> along, double& sum, i64& count) {
+    for (const Lag& g : along)
+      for (i64 y = std::max<i64>(y0, std::abs(g.dy)); y < std::min(y0 + kBlock, d.ny - std::abs(g.dy)); ++y)
+        for (i64 x = std::max<i64>(x0, std::abs(g.dx)); x < std::min(x0 + kBlock, d.nx - std::abs(g.dx)); ++x) {
+          const float* p = in.data + (z * d.ny + y) * d.nx + x;
+          const i64 step = i64(g.dy) * d.nx + g.dx;
+          if (!usable(p[-step]) || !usable(p[0]) || !usable(p[step])) continue;
+          const double v = double(p[-step]) - 2.0 * p[0] + p[step];
+          sum += v * v;
+          ++count;
+        }
+  };
+  // Smooth noise, measured where the model falls back (its outer lags hold anatomy) and the
+  // slices are independent: white noise smoothed by a Gaussian, fitted to flat blocks' first
+  // lags, where anatomy adds least, when it is clearly correlated (next voxel
+  // kLeastSmoothCorrelation or more) and its level is above the pseudo-residual sigma (which
+  // smooth noise always exceeds). Two ways, the first that holds:
+  // - Confirmed by the far lags (fit_smooth_and_white_noise, with white noise on top, at lags 1,
+  //   2 and 4): where the fitted correlation has died out (3 widths and more), the mean D^2 of
+  //   noise alone stays at the level the fit predicts, while anatomy's keeps rising with the lag.
+  //   Both far lags must lie within kMaxRise (in sigma) of the prediction. The blocks are chosen
+  //   by the flatness of the four blocks around them, not their own: an 8 x 8 block holds only a
+  //   few independent samples of such noise, and the quietest read its level 18 % low.
+  // - Otherwise fit_smooth_noise at lags 1 and 2 in the flattest blocks at lag 2, up to
+  //   kMaxSmoothGrain x the pseudo-residual sigma. Hann-filtered noise reads up to 2.4 x; blurred
+  //   anatomy alone (the noise-free Hann reconstruction of a 3 mm crop) 2.9 x.
+  // White noise blurred by a Gaussian of 1.2 voxels reads 4.7 x: only the first way finds it.
   auto smooth_fallback = [&]() -> std::optional<SmoothNoise> {
     const std::vector<Lag> near_lags = ring(2);
-    const std::array<Lag, 2> axis_lag1{{{1, 0, 0}, {0, 1, 0}}}, axis_lag2{{{2, 0, 0}, {0, 2, 0}}};
+    const std::array<Lag, 2> axis_lag1{{{1, 0, 0}, {0, 1, 0}}}, axis_lag2{{{2, 0, 0}, {0, 2, 0}}},
+        axis_lag4{{{4, 0, 0}, {0, 4, 0}}};
     struct AxisSums {
-      double lag1 = 0, lag2 = 0;
-      i64 lag1_count = 0, lag2_count = 0;
+      double lag1 = 0, lag2 = 0, lag4 = 0;
+      i64 lag1_count = 0, lag2_count = 0, lag4_count = 0;
     };
-    std::vector<double> near_activity(blocks.size());
+    std::vector<double> near_activity(blocks.size()), around_activity(blocks.size());
     std::vector<AxisSums> sums(blocks.size());
     each_block([&](std::size_t b, const std::vector<double>& hood) {
       near_activity[b] = activity_of(hood, near_lags);
       AxisSums& n = sums[b];
       block_sum(hood, axis_lag1, n.lag1, n.lag1_count);
       block_sum(hood, axis_lag2, n.lag2, n.lag2_count);
+      block_sum(hood, axis_lag4, n.lag4, n.lag4_count);
+      const Block& k = blocks[b];
+      double sum = 0;
+      i64 count = 0;
+      for (const auto& [ox, oy] : {std::pair<i64, i64>{-kBlock, 0}, {kBlock, 0}, {0, -kBlock}, {0, kBlock}}) {
+        area_sum(k.x + ox, k.y + oy, k.z, near_lags, sum, count);
+      }
+      around_activity[b] = count * 2 >= 4 * kBlock * kBlock * i64(near_lags.size()) && sum > 0
+                               ? std::log(sum / double(count))
+                               : std::numeric_limits<double>::quiet_NaN();
     });
-    const double near_anchor = flat_anchor(near_activity);
-    AxisSums total;
-    i64 flat_count = 0;
-    for (std::size_t b = 0; b < blocks.size(); ++b) {
-      if (!is_flat(near_activity[b], near_anchor)) continue;
-      const AxisSums& n = sums[b];
-      total.lag1 += n.lag1, total.lag2 += n.lag2, total.lag1_count += n.lag1_count, total.lag2_count += n.lag2_count;
-      ++flat_count;
-    }
-    if (std::min(total.lag1_count, total.lag2_count) < 16) return std::nullopt;
-    const std::optional<SmoothNoise> fit =
-        fit_smooth_noise(total.lag1 / double(total.lag1_count), total.lag2 / double(total.lag2_count));
     const double floor = pseudo_residual_sigma();
-    if (!fit || fit->correlation(1) < kLeastSmoothCorrelation || std::sqrt(fit->c0) < floor ||
-        std::sqrt(fit->c0) > kMaxSmoothGrain * floor) {
-      return std::nullopt;
+    // The fit over the blocks that are flat by `flatness` (with a white part or not), and the
+    // blocks and the differences per lag it used; nothing where it is not clearly smooth noise.
+    struct Fit {
+      SmoothNoise noise;
+      std::vector<Block> blocks;
+      i64 samples = 0;
+    };
+    auto fit_in = [&](const std::vector<double>& flatness, bool with_white) -> std::optional<Fit> {
+      const double anchor = flat_anchor(flatness);
+      AxisSums total;
+      Fit out;
+      for (std::size_t b = 0; b < blocks.size(); ++b) {
+        if (!is_flat(flatness[b], anchor)) continue;
+        const AxisSums& n = sums[b];
+        total.lag1 += n.lag1, total.lag2 += n.lag2, total.lag4 += n.lag4;
+        total.lag1_count += n.lag1_count, total.lag2_count += n.lag2_count, total.lag4_count += n.lag4_count;
+        out.blocks.push_back(blocks[b]);
+      }
+      if (std::min({total.lag1_count, total.lag2_count, total.lag4_count}) < 16) return std::nullopt;
+      const double v1 = total.lag1 / double(total.lag1_count), v2 = total.lag2 / double(total.lag2_count);
+      const std::optional<SmoothNoise> fit =
+          with_white ? fit_smooth_and_white_noise(v1, v2, total.lag4 / double(total.lag4_count)) : fit_smooth_noise(v1, v2);
+      if (!fit || fit->correlation(1) < kLeastSmoothCorrelation || std::sqrt(fit->c0 + fit->white) < floor) return std::nullopt;
+      out.noise = *fit;
+      out.samples = std::min(total.lag1_count, total.lag2_count);
+      return out;
+    };
+    // The mean D^2 along x and y at `lag` over the given blocks, within kMaxRise of the prediction.
+    auto far_lag_agrees = [&](const Fit& fit, int lag) {
+      const std::array<Lag, 2> along{{{lag, 0, 0}, {0, lag, 0}}};
+      std::vector<double> block_sums(fit.blocks.size());
+      std::vector<i64> block_counts(fit.blocks.size());
+      pool.parallel_for(i64(fit.blocks.size()), [&](i64 begin, i64 end) {
+        for (i64 b = begin; b < end; ++b) {
+          const Block& k = fit.blocks[std::size_t(b)];
+          area_sum(k.x, k.y, k.z, along, block_sums[std::size_t(b)], block_counts[std::size_t(b)]);
+        }
+      });
+      double sum = 0;
+      i64 count = 0;
+      for (std::size_t b = 0; b < fit.blocks.size(); ++b) sum += block_sums[b], count += block_counts[b];
+      if (count < 256) return false;
+      const double ratio = sum / double(count) / fit.noise.mean_square_difference(lag);
+      return ratio <= kMaxRise * kMaxRise && ratio >= 1 / (kMaxRise * kMaxRise);
+    };
+    auto accept = [&](const Fit& fit) {
+      m.flat_blocks = i64(fit.blocks.size());
+      m.samples = fit.samples;
+      return fit.noise;
+    };
+    if (const std::optional<Fit> wide = fit_in(around_activity, true)) {
+      const int near = std::max(5, int(std::ceil(3 * wide->noise.width)) + 1);
+      if (far_lag_agrees(*wide, near) && far_lag_agrees(*wide, near + 3)) return accept(*wide);
     }
-    m.flat_blocks = flat_count;
-    m.samples = std::min(total.lag1_count, total.lag2_count);
-    return fit;
+    const std::optional<Fit> narrow = fit_in(near_activity, false);
+    if (narrow && std::sqrt(narrow->noise.c0) <= kMaxSmoothGrain * floor) return accept(*narrow);
+    return std::nullopt;
   };
   // The model when the blocks are not believed (or too few to judge): white in-plane, and in 3D
   // correlated with the next two slices as overlapping slices make it (see slice_correlation);
@@ -304,7 +409,6 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
   auto fall_back = [&] {
     m.fell_back_to_white = true;
     m.sigma = pseudo_residual_sigma();
-    const int w = 2 * m.radius_xy + 1;
     SliceCorrelation z;
     if (m.radius_z > 0) z = slice_correlation(in, padding, m.pseudo_residual_sigma, kMaxFallbackSlices);
     if (z.rho1 >= kLeastSliceCorrelation) {
@@ -315,16 +419,20 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
       // Slices independent (or one): smooth in-plane noise, where the first two lags show it.
       if (const std::optional<SmoothNoise> smooth = smooth_fallback()) {
         m.fell_back_to_white = false;
-        m.sigma = std::sqrt(smooth->c0);
+        m.sigma = std::sqrt(smooth->c0 + smooth->white);
+        // Lags out to 3 widths (the correlation there: 0.1), at most kMaxSmoothRadius.
+        m.radius_xy = std::clamp(int(std::ceil(3 * smooth->width)), kLagRadiusXy, kMaxSmoothRadius);
+        const int w = 2 * m.radius_xy + 1;
         m.covariance.assign(std::size_t(w * w * (2 * m.radius_z + 1)), 0.0);
         for (int dy = -m.radius_xy; dy <= m.radius_xy; ++dy)
           for (int dx = -m.radius_xy; dx <= m.radius_xy; ++dx) {
             m.covariance[std::size_t((m.radius_z * w + dy + m.radius_xy) * w + dx + m.radius_xy)] =
-                smooth->c0 * smooth->correlation(std::hypot(dx, dy));
+                smooth->c0 * smooth->correlation(std::hypot(dx, dy)) + (dx == 0 && dy == 0 ? smooth->white : 0);
           }
         return m;
       }
     }
+    const int w = 2 * m.radius_xy + 1;
     m.covariance.assign(std::size_t(w * w * (2 * m.radius_z + 1)), 0.0);
     const std::size_t centre = m.covariance.size() / 2, next_slice = std::size_t(w * w);
     const double c0 = m.sigma * m.sigma;

@@ -196,6 +196,76 @@ TEST(NoiseModel, SmoothNoiseUnderCoarseAnatomyKeepsItsCorrelation) {
   EXPECT_NEAR(m.correlation(0, 1, 0), empirical_correlation(noise, 0, 1), 0.1);
 }
 
+std::vector<double> gaussian_taps(double sigma) {
+  const int r = int(std::ceil(4 * sigma));
+  std::vector<double> taps(std::size_t(2 * r + 1));
+  for (int k = -r; k <= r; ++k) taps[std::size_t(k + r)] = std::exp(-0.5 * k * k / (sigma * sigma));
+  return taps;
+}
+
+TEST(NoiseModel, WideSmoothNoiseIsConfirmedByTheFarLags) {
+  // White noise blurred by a Gaussian of 1.2 voxels (sigma 40), with white noise of sigma 8 on
+  // top, over the phantom: its correlation reaches past the level-off lags and its level is
+  // 4-5 x the pseudo-residual sigma. Read from the first lags in blocks chosen by their
+  // neighbours' flatness and confirmed at the far lags, it is smooth noise of both levels (the
+  // older model took it as white noise of the pseudo-residual sigma, about 10).
+  const ctd::Volume clean = phantom({256, 240, 1});
+  const ctd::Volume smooth = smooth_field(clean.dims(), gaussian_taps(1.2), 40, 41);
+  const ctd::Volume white = add_noise(ctd::Volume(clean.dims()), 8, false, 43);
+  ctd::Volume noisy = clean, noise(clean.dims());
+  for (i64 i = 0; i < noisy.size(); ++i) {
+    noise.data()[i] = smooth.data()[i] + white.data()[i];
+    if (clean.data()[i] > -1024) noisy.data()[i] += noise.data()[i];
+  }
+  const ctd::NoiseModel m = ctd::estimate_noise_model(noisy.view());
+  EXPECT_FALSE(m.fell_back_to_white);
+  EXPECT_LT(m.pseudo_residual_sigma, 0.35 * m.sigma);
+  EXPECT_NEAR(m.sigma, std::hypot(40.0, 8.0), 0.1 * 40);
+  EXPECT_NEAR(m.correlation(1, 0, 0), empirical_correlation(noise, 1, 0), 0.08);
+  EXPECT_NEAR(m.correlation(0, 3, 0), empirical_correlation(noise, 0, 3), 0.08);
+  EXPECT_GE(m.radius_xy, 4);
+}
+
+TEST(NoiseModel, BlurredAnatomyIsNotConfirmedAsWideNoise) {
+  // 300 organs as discs of 2-18 voxels and -100..300 HU, reconstructed by a smooth kernel (a
+  // Gaussian of 1 or 1.5 voxels), under light white noise of sigma 4: no block is flat, and at
+  // the first lags the blur passes for smooth noise of about 22 HU (what the model read without
+  // the far lags' check), but the edges' second differences keep rising at the far lags, so the
+  // model stays with the white noise.
+  const ctd::Dims d{224, 208, 1};
+  ctd::Volume organs(d);
+  std::mt19937 rng(51);
+  std::uniform_real_distribution<double> u(0, 1);
+  for (i64 i = 0; i < organs.size(); ++i) organs.data()[i] = 40;
+  for (int disc = 0; disc < 300; ++disc) {
+    const double cx = u(rng) * d.nx, cy = u(rng) * d.ny, r = 2 + 16 * u(rng), value = -100 + 400 * u(rng);
+    for (i64 y = 0; y < d.ny; ++y)
+      for (i64 x = 0; x < d.nx; ++x)
+        if ((x - cx) * (x - cx) + (y - cy) * (y - cy) < r * r) organs.view()(x, y, 0) = float(value);
+  }
+  for (const double blur : {1.0, 1.5}) {
+    const std::vector<double> taps = gaussian_taps(blur);
+    const i64 r = i64(taps.size() / 2);
+    double total = 0;
+    for (double t : taps) total += t;
+    ctd::Volume blurred = organs;
+    for (const bool along_x : {true, false}) {
+      const ctd::Volume from = blurred;
+      for (i64 y = 0; y < d.ny; ++y)
+        for (i64 x = 0; x < d.nx; ++x) {
+          double acc = 0;
+          for (i64 k = -r; k <= r; ++k) {
+            const i64 xx = along_x ? std::clamp<i64>(x + k, 0, d.nx - 1) : x, yy = along_x ? y : std::clamp<i64>(y + k, 0, d.ny - 1);
+            acc += taps[std::size_t(k + r)] * from.view()(xx, yy, 0);
+          }
+          blurred.view()(x, y, 0) = float(acc / total);
+        }
+    }
+    const ctd::NoiseModel m = ctd::estimate_noise_model(add_noise(blurred, 4, false, 53).view());
+    EXPECT_LT(m.sigma, 2 * 4) << "blur " << blur;
+  }
+}
+
 TEST(NoiseModel, AnatomyRisingWithinTheLimitIsNotCountedAsNoise) {
   // A gentle texture under white noise of sigma 30: the flattest blocks' second differences rise
   // with the lag by less than the level-off limit, so they are believed, but the rise is anatomy
