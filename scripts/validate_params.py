@@ -4,17 +4,20 @@ build/validate_params (real CT of ../shared/data, several noise textures and lev
 3D, NLM and the bilateral filter) and writes the worst cases and the full table between the
 markers of docs/parameters.md.
 
-    scripts/setup.sh && python3 scripts/validate_params.py [--data ../shared/data] [--reduced]
+    scripts/setup.sh && python3 scripts/validate_params.py [--data ../shared/data] [--reduced | --extra]
     python3 scripts/validate_params.py --from build/validation/full.json   # render an earlier run
 
-The full matrix takes about an hour on 2 cores; --reduced (what CI runs) about a minute."""
+The full matrix takes about an hour on 2 cores; --reduced (what CI runs) about a minute. --extra
+runs the robustness textures outside the matrix (blurred white noise, Shepp-Logan FBP,
+signal-dependent white noise) into their own table."""
 import argparse, json, pathlib, subprocess, sys
 
 root = pathlib.Path(__file__).resolve().parent.parent
-begin, end = "<!-- validation:begin -->", "<!-- validation:end -->"
+MARKERS = {False: ("<!-- validation:begin -->", "<!-- validation:end -->"),
+           True: ("<!-- validation-extra:begin -->", "<!-- validation-extra:end -->")}
 
 
-def render(cases, partial_note):
+def render(cases, partial_note, begin, end):
     lines = [begin, "", partial_note, ""]
     for filt in ("nlm", "bilateral"):
         rows = [c for c in cases if c["filter"] == filt]
@@ -46,22 +49,25 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", default=str(root.parent / "shared" / "data"))
     parser.add_argument("--reduced", action="store_true")
+    parser.add_argument("--extra", action="store_true", help="the robustness textures, into their own table")
     parser.add_argument("--from", dest="source", help="render this JSON instead of running the matrix")
     parser.add_argument("--expected", type=int, default=0, help="cases of the full matrix (for a partial run's note)")
     args = parser.parse_args()
     if args.source:
         out = pathlib.Path(args.source)
     else:
-        out = root / "build" / "validation" / ("reduced.json" if args.reduced else "full.json")
+        out = root / "build" / "validation" / ("reduced.json" if args.reduced else "extra.json" if args.extra else "full.json")
         out.parent.mkdir(parents=True, exist_ok=True)
-        cmd = [str(root / "build" / "validate_params"), "--data", args.data, "--json", str(out)] + (["--reduced"] if args.reduced else [])
+        cmd = [str(root / "build" / "validate_params"), "--data", args.data, "--json", str(out)]
+        cmd += ["--reduced"] if args.reduced else ["--extra"] if args.extra else []
         subprocess.run(cmd, check=True)
     cases = json.loads(out.read_text())
     note = f"{len(cases)} cases" + (f" of the {args.expected} of the full matrix (the run was cut short)" if args.expected and len(cases) < args.expected else "")
     doc = root / "docs" / "parameters.md"
     text = doc.read_text()
+    begin, end = MARKERS[args.extra]
     a, b = text.index(begin), text.index(end) + len(end)
-    doc.write_text(text[:a] + render(cases, note) + text[b:])
+    doc.write_text(text[:a] + render(cases, note, begin, end) + text[b:])
     print(f"wrote {len(cases)} cases into docs/parameters.md", file=sys.stderr)
 
 
