@@ -210,9 +210,10 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
   // second difference D(p) = a - 2b + c is then NaN exactly where p +- d leaves the image or
   // touches padding, with no test per voxel.
   const i64 hood_w = kBlock + 2 * outer, hood_slices = 2 * m.radius_z + 1;
-  auto load_neighbourhood = [&](i64 x0, i64 y0, i64 z0, std::vector<double>& hood) {
+  // With in_plane, only the block's own slice (the in-plane lags' passes).
+  auto load_neighbourhood = [&](i64 x0, i64 y0, i64 z0, std::vector<double>& hood, bool in_plane) {
     hood.resize(std::size_t(hood_w * hood_w * hood_slices));
-    for (i64 s = 0; s < hood_slices; ++s)
+    for (i64 s = in_plane ? m.radius_z : 0; s < (in_plane ? m.radius_z + 1 : hood_slices); ++s)
       for (i64 y = 0; y < hood_w; ++y)
         for (i64 x = 0; x < hood_w; ++x) {
           const i64 ix = x0 - outer + x, iy = y0 - outer + y, iz = z0 - m.radius_z + s;
@@ -276,13 +277,14 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
   };
   const std::vector<Lag> shell_lags = ring(outer);
   cpu::ThreadPool pool(cpu::hardware_threads());
-  // body(b, hood) for every judged block b, with its neighbourhood loaded, on all cores.
+  // body(b, hood) for every judged block b, with its own slice of its neighbourhood loaded (these
+  // passes read in-plane lags only), on all cores.
   auto each_block = [&](auto&& body) {
     pool.parallel_for(i64(blocks.size()), [&](i64 begin, i64 end) {
       std::vector<double> hood;
       for (i64 b = begin; b < end; ++b) {
         const Block& k = blocks[std::size_t(b)];
-        load_neighbourhood(k.x, k.y, k.z, hood);
+        load_neighbourhood(k.x, k.y, k.z, hood, true);
         body(std::size_t(b), hood);
       }
     });
@@ -467,7 +469,7 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
       std::vector<double> hood;
       for (std::size_t b = std::size_t(piece) * kBlocksPerPiece; b < end; ++b) {
         const Block& k = *chosen[b];
-        load_neighbourhood(k.x, k.y, k.z, hood);
+        load_neighbourhood(k.x, k.y, k.z, hood, false);
         for (std::size_t l = 0; l < lags.size(); ++l) {
           double sum = 0;
           i64 count = 0;
