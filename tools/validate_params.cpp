@@ -364,6 +364,7 @@ int main(int argc, char** argv) {
       blurred(textures3d, 0.7, true);
       blurred(textures3d, 0.7, false);
       add(textures3d, "signal-dependent white", "signal", 0, ctd::FbpWindow::Ramp, false);
+      blurred(textures3d, 1.2, true);
     } else {
       add(textures2d, "white", "white", 0, ctd::FbpWindow::Ramp, false);
       add(textures3d, "white", "white", 0, ctd::FbpWindow::Ramp, false);

@@ -294,16 +294,18 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
   // Sum of D^2 over the kBlock x kBlock area at (x0, y0) of slice z along the given in-plane
   // lags, read from the image (lags of any length), and how many were usable.
   auto area_sum = [&](i64 x0, i64 y0, i64 z, std::span<const Lag> along, double& sum, i64& count) {
-    for (const Lag& g : along)
+    for (const Lag& g : along) {
+      if (z - std::abs(g.dz) < 0 || z + std::abs(g.dz) >= d.nz) continue;
       for (i64 y = std::max<i64>(y0, std::abs(g.dy)); y < std::min(y0 + kBlock, d.ny - std::abs(g.dy)); ++y)
         for (i64 x = std::max<i64>(x0, std::abs(g.dx)); x < std::min(x0 + kBlock, d.nx - std::abs(g.dx)); ++x) {
           const float* p = in.data + (z * d.ny + y) * d.nx + x;
-          const i64 step = i64(g.dy) * d.nx + g.dx;
+          const i64 step = (i64(g.dz) * d.ny + g.dy) * d.nx + g.dx;
           if (!usable(p[-step]) || !usable(p[0]) || !usable(p[step])) continue;
           const double v = double(p[-step]) - 2.0 * p[0] + p[step];
           sum += v * v;
           ++count;
         }
+    }
   };
   // Smooth noise, measured where the model falls back (its outer lags hold anatomy) and the
   // slices are independent: white noise smoothed by a Gaussian, fitted to flat blocks' first
@@ -320,6 +322,7 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
   //   kMaxSmoothGrain x the pseudo-residual sigma. Hann-filtered noise reads up to 2.4 x; blurred
   //   anatomy alone (the noise-free Hann reconstruction of a 3 mm crop) 2.9 x.
   // White noise blurred by a Gaussian of 1.2 voxels reads 4.7 x: only the first way finds it.
+  std::vector<Block> smooth_blocks;  // the blocks of the accepted smooth fit
   auto smooth_fallback = [&]() -> std::optional<SmoothNoise> {
     const std::vector<Lag> near_lags = ring(2);
     const std::array<Lag, 2> axis_lag1{{{1, 0, 0}, {0, 1, 0}}}, axis_lag2{{{2, 0, 0}, {0, 2, 0}}},
@@ -393,6 +396,7 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
       return ratio <= kMaxRise * kMaxRise && ratio >= 1 / (kMaxRise * kMaxRise);
     };
     auto accept = [&](const Fit& fit) {
+      smooth_blocks = fit.blocks;
       m.flat_blocks = i64(fit.blocks.size());
       m.samples = fit.samples;
       return fit.noise;
@@ -408,31 +412,64 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
   // The model when the blocks are not believed (or too few to judge): white in-plane, and in 3D
   // correlated with the next two slices as overlapping slices make it (see slice_correlation);
   // where the slices are independent, smooth in-plane noise when the first two lags show it.
+  // The correlation with the next two slices of noise whose in-plane part is `smooth`, from the
+  // mean D^2 along z at lags 1 and 2 in the smooth fit's blocks (E[D(1)^2] = C0 (6 - 8 rho1 +
+  // 2 rho2), E[D(2)^2] = C0 (6 - 8 rho2) with nothing at 4 slices), between 0 and 0.95. Anatomy
+  // that changes from slice to slice adds to both and errs towards too little correlation.
+  auto slice_correlation_of = [&](const SmoothNoise& smooth) {
+    const double c0 = smooth.c0 + smooth.white;
+    std::array<double, 2> mean{};
+    for (const int dz : {1, 2}) {
+      const std::array<Lag, 1> along{{{0, 0, dz}}};
+      double sum = 0;
+      i64 count = 0;
+      for (const Block& k : smooth_blocks) area_sum(k.x, k.y, k.z, along, sum, count);
+      mean[std::size_t(dz - 1)] = count >= 256 ? sum / double(count) : std::numeric_limits<double>::quiet_NaN();
+    }
+    const double rho2 = std::isnan(mean[1]) ? 0.0 : std::clamp((6 - mean[1] / c0) / 8, 0.0, 0.95);
+    const double rho1 = std::isnan(mean[0]) ? 0.0 : std::clamp((6 + 2 * rho2 - mean[0] / c0) / 8, 0.0, 0.95);
+    return std::pair{rho1, rho2};
+  };
   auto fall_back = [&] {
     m.fell_back_to_white = true;
     m.sigma = pseudo_residual_sigma();
     SliceCorrelation z;
     if (m.radius_z > 0) z = slice_correlation(in, padding, m.pseudo_residual_sigma, kMaxFallbackSlices);
-    if (z.rho1 >= kLeastSliceCorrelation) {
+    const bool slices_correlated = z.rho1 >= kLeastSliceCorrelation;
+    // Smooth in-plane noise, where the first lags show it. In 3D its correlation across slices is
+    // read along z in the fit's blocks (slice_correlation assumes noise that is white in-plane,
+    // and misses it: white noise blurred by 1.2 voxels in 3D, 0.83 with the next slice, read
+    // under 0.2 there);
+    // under kLeastSliceCorrelation the slices count as independent.
+    if (const std::optional<SmoothNoise> smooth = smooth_fallback()) {
+      m.fell_back_to_white = false;
+      m.sigma = std::sqrt(smooth->c0 + smooth->white);
+      // Lags out to 3 widths (the correlation there: 0.1), at most kMaxSmoothRadius.
+      m.radius_xy = std::clamp(int(std::ceil(3 * smooth->width)), kLagRadiusXy, kMaxSmoothRadius);
+      std::array<double, 3> along_z{1, 0, 0};
+      if (m.radius_z > 0) {
+        const auto [rho1, rho2] = slice_correlation_of(*smooth);
+        if (rho1 >= kLeastSliceCorrelation) {
+          m.radius_z = d.nz >= 5 ? 2 : 1;
+          along_z = {1, rho1, m.radius_z >= 2 ? rho2 : 0};
+        }
+      }
+      const int w = 2 * m.radius_xy + 1;
+      m.covariance.assign(std::size_t(w * w * (2 * m.radius_z + 1)), 0.0);
+      for (int dz = -m.radius_z; dz <= m.radius_z; ++dz)
+        for (int dy = -m.radius_xy; dy <= m.radius_xy; ++dy)
+          for (int dx = -m.radius_xy; dx <= m.radius_xy; ++dx) {
+            m.covariance[std::size_t(((dz + m.radius_z) * w + dy + m.radius_xy) * w + dx + m.radius_xy)] =
+                (smooth->c0 * smooth->correlation(std::hypot(dx, dy)) + (dx == 0 && dy == 0 ? smooth->white : 0)) *
+                along_z[std::size_t(std::abs(dz))];
+          }
+      return m;
+    }
+    if (slices_correlated) {
       m.sigma = z.in_plane_sigma;
       m.radius_z = d.nz >= 5 ? 2 : 1;
     } else {
       z = {};
-      // Slices independent (or one): smooth in-plane noise, where the first two lags show it.
-      if (const std::optional<SmoothNoise> smooth = smooth_fallback()) {
-        m.fell_back_to_white = false;
-        m.sigma = std::sqrt(smooth->c0 + smooth->white);
-        // Lags out to 3 widths (the correlation there: 0.1), at most kMaxSmoothRadius.
-        m.radius_xy = std::clamp(int(std::ceil(3 * smooth->width)), kLagRadiusXy, kMaxSmoothRadius);
-        const int w = 2 * m.radius_xy + 1;
-        m.covariance.assign(std::size_t(w * w * (2 * m.radius_z + 1)), 0.0);
-        for (int dy = -m.radius_xy; dy <= m.radius_xy; ++dy)
-          for (int dx = -m.radius_xy; dx <= m.radius_xy; ++dx) {
-            m.covariance[std::size_t((m.radius_z * w + dy + m.radius_xy) * w + dx + m.radius_xy)] =
-                smooth->c0 * smooth->correlation(std::hypot(dx, dy)) + (dx == 0 && dy == 0 ? smooth->white : 0);
-          }
-        return m;
-      }
     }
     const int w = 2 * m.radius_xy + 1;
     m.covariance.assign(std::size_t(w * w * (2 * m.radius_z + 1)), 0.0);
@@ -443,6 +480,7 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
     if (m.radius_z >= 2) m.covariance[centre - 2 * next_slice] = m.covariance[centre + 2 * next_slice] = z.rho2 * c0;
     return m;
   };
+
   const double anchor = flat_anchor(activity);
   if (std::isnan(anchor)) return fall_back();
   std::vector<Block> flat;

@@ -226,6 +226,44 @@ TEST(NoiseModel, WideSmoothNoiseIsConfirmedByTheFarLags) {
   EXPECT_GE(m.radius_xy, 4);
 }
 
+TEST(NoiseModel, WideSmoothNoiseCorrelatedAcrossSlices) {
+  // The same wide smooth noise in 3D, smoothed across slices too (a Gaussian of 1.2 slices):
+  // the slices are correlated, which once sent the model to its z fallback with white noise
+  // in-plane (sigma about 10 for noise of 40). The in-plane fit holds, and the correlation with
+  // the next slices is read along z in the fit's blocks.
+  const ctd::Dims d{192, 176, 16};
+  const ctd::Volume clean = phantom(d);
+  ctd::Volume noise = smooth_field(d, gaussian_taps(1.2), 40, 55);
+  {
+    const std::vector<double> taps = gaussian_taps(1.2);
+    const i64 r = i64(taps.size() / 2), plane = d.nx * d.ny;
+    double energy = 0;
+    for (double t : taps) energy += t * t;
+    const ctd::Volume from = noise;
+    for (i64 z = 0; z < d.nz; ++z)
+      for (i64 i = 0; i < plane; ++i) {
+        double acc = 0;
+        for (i64 k = -r; k <= r; ++k) acc += taps[std::size_t(k + r)] * from.data()[std::clamp<i64>(z + k, 0, d.nz - 1) * plane + i];
+        noise.data()[z * plane + i] = float(acc / std::sqrt(energy));
+      }
+  }
+  ctd::Volume noisy = clean;
+  for (i64 i = 0; i < noisy.size(); ++i) {
+    if (clean.data()[i] > -1024) noisy.data()[i] += noise.data()[i];
+  }
+  double sxy = 0, sxx = 0;  // the noise's correlation with the next slice
+  for (i64 i = 0; i + d.nx * d.ny < noise.size(); ++i) {
+    sxy += double(noise.data()[i]) * noise.data()[i + d.nx * d.ny];
+    sxx += double(noise.data()[i]) * noise.data()[i];
+  }
+  const ctd::NoiseModel m = ctd::estimate_noise_model(noisy.view());
+  EXPECT_FALSE(m.fell_back_to_white);
+  EXPECT_NEAR(m.sigma, 40, 0.1 * 40);
+  EXPECT_NEAR(m.correlation(1, 0, 0), empirical_correlation(noise, 1, 0), 0.08);
+  EXPECT_NEAR(m.correlation(0, 0, 1), sxy / sxx, 0.1);
+  EXPECT_EQ(m.radius_z, 2);
+}
+
 TEST(NoiseModel, BlurredAnatomyIsNotConfirmedAsWideNoise) {
   // 300 organs as discs of 2-18 voxels and -100..300 HU, reconstructed by a smooth kernel (a
   // Gaussian of 1 or 1.5 voxels), under light white noise of sigma 4: no block is flat, and at
