@@ -82,7 +82,7 @@ struct Texture {
   ctd::FbpWindow window = ctd::FbpWindow::Ramp;
   bool z_correlated = false;
   double blur = 0;       // blurred: the Gaussian's sigma (voxels), in-plane; along z too when blur_z
-  bool blur_z = false;
+  bool blur_z = false;   // sharpened: white noise less that blur of it (a sharp kernel's texture)
 };
 
 // Gaussian smoothing along one axis (sigma in voxels, mirror border), in place.
@@ -129,15 +129,17 @@ ctd::Volume smooth_z(const ctd::Volume& v) {
 
 // (reference, noisy) for a clean scan and a texture; the seed varies with the dose.
 std::pair<ctd::Volume, ctd::Volume> make_pair(const ctd::Volume& clean, const Texture& t, std::uint64_t seed) {
-  if (t.kind == "white" || t.kind == "blurred" || t.kind == "signal") {
+  if (t.kind == "white" || t.kind == "blurred" || t.kind == "sharpened" || t.kind == "signal") {
     ctd::Volume noise(clean.dims(), clean.geometry);
     std::mt19937_64 rng(seed);
     std::normal_distribution<double> normal(0, 1);
     for (i64 i = 0; i < noise.size(); ++i) noise.data()[i] = float(normal(rng));
-    if (t.kind == "blurred") {  // white noise through a Gaussian, scaled back to the level
-      gaussian_along(noise, 0, t.blur);
-      gaussian_along(noise, 1, t.blur);
-      if (t.blur_z) gaussian_along(noise, 2, t.blur);
+    if (t.kind == "blurred" || t.kind == "sharpened") {  // through a Gaussian (or less it), scaled back to the level
+      ctd::Volume smooth = noise;
+      gaussian_along(smooth, 0, t.blur);
+      gaussian_along(smooth, 1, t.blur);
+      if (t.blur_z) gaussian_along(smooth, 2, t.blur);
+      for (i64 i = 0; i < noise.size(); ++i) noise.data()[i] = t.kind == "blurred" ? smooth.data()[i] : noise.data()[i] - smooth.data()[i];
       double sum2 = 0;
       for (i64 i = 0; i < noise.size(); ++i) sum2 += double(noise.data()[i]) * noise.data()[i];
       const float scale = float(1 / std::sqrt(sum2 / double(noise.size())));
@@ -365,6 +367,14 @@ int main(int argc, char** argv) {
       blurred(textures3d, 0.7, false);
       add(textures3d, "signal-dependent white", "signal", 0, ctd::FbpWindow::Ramp, false);
       blurred(textures3d, 1.2, true);
+      // Appended last (the others keep their seeds): a sharp kernel's texture, white noise less
+      // its blur by a Gaussian of 1 voxel (negative correlation with the next voxel).
+      for (auto* to : {&textures2d, &textures3d}) {
+        for (double level : levels) {
+          to->push_back(Texture{fmt::format("white sharpened, sigma {}", level), "sharpened", level, 0,
+                                ctd::FbpWindow::Ramp, false, 1.0, false});
+        }
+      }
     } else {
       add(textures2d, "white", "white", 0, ctd::FbpWindow::Ramp, false);
       add(textures3d, "white", "white", 0, ctd::FbpWindow::Ramp, false);
