@@ -2,7 +2,7 @@
 // textures and doses, several radii, 2D and 3D, NLM and the bilateral filter. For each case it
 // compares the automatic value with the best of a sweep against the noise-free reference.
 //
-//   validate_params --data ../shared/data [--reduced | --extra] [--json out.json] [--only TEXT] [--oracle] [--device cpu|auto]
+//   validate_params --data ../shared/data [--reduced | --extra | --whole] [--json out.json] [--only TEXT] [--oracle] [--device cpu|auto]
 //
 // --device auto runs the filters (the sweeps and the automatic choice) on the GPU when there is
 // one: the full matrix then takes minutes instead of an hour.
@@ -280,7 +280,7 @@ std::vector<Setting> settings(bool flat, bool reduced) {
 
 int main(int argc, char** argv) {
   std::string data_dir = "../shared/data", json_path;
-  bool reduced = false, oracle_too = false, extra = false;
+  bool reduced = false, oracle_too = false, extra = false, whole = false;
   double check_gap = -1;
   int threads = 0;
   std::string only, dump;
@@ -295,6 +295,7 @@ int main(int argc, char** argv) {
     else if (a == "--json") json_path = next();
     else if (a == "--reduced") reduced = true;
     else if (a == "--extra") extra = true;  // textures outside the list instead: smooth, Shepp-Logan, signal-dependent
+    else if (a == "--whole") whole = true;  // whole 512 x 512 slices instead of crops
     else if (a == "--oracle") oracle_too = true;
     else if (a == "--check") check_gap = std::stod(next());  // exit 1 when a case's PSNR gap is larger, or below the noisy input  // also the choice with the noise model of the added noise alone
     else if (a == "--threads") threads = std::stoi(next());
@@ -306,7 +307,7 @@ int main(int argc, char** argv) {
       device = v == "cpu" ? ctd::Device::Cpu : ctd::Device::Auto;
     }
     else {
-      fmt::print(stderr, "usage: validate_params [--data DIR] [--reduced | --extra] [--json FILE] [--only TEXT] [--oracle] [--device cpu|auto]\n");
+      fmt::print(stderr, "usage: validate_params [--data DIR] [--reduced | --extra | --whole] [--json FILE] [--only TEXT] [--oracle] [--device cpu|auto]\n");
       return 2;
     }
   }
@@ -341,6 +342,12 @@ int main(int argc, char** argv) {
       scans2d = {{"Siemens abdomen", centre_crop(siemens, {160, 160, 1}, 10)}};
       scans3d = {{"Siemens abdomen", centre_crop(siemens, {112, 112, 8})}};
     }
+    if (whole) {  // whole 512 x 512 slices: air, the table and noise that varies across the field
+      scans2d = {{"Siemens abdomen, whole slice", centre_crop(siemens, {512, 512, 1}, 10)},
+                 {"WG-04 CT1 chest, whole slice", centre_crop(ct1, {512, 512, 1})},
+                 {"Catphan, whole slice", centre_crop(catphan, {512, 512, 1})}};
+      scans3d = {};
+    }
     // Noise levels (the "doses"): 30, 45 and 60 HU, at least about three times the scans' own.
     const std::vector<double> levels = reduced ? std::vector<double>{45.0} : std::vector<double>{30.0, 45.0, 60.0};
     std::vector<Texture> textures2d, textures3d;
@@ -351,14 +358,14 @@ int main(int argc, char** argv) {
         to.push_back(t);
       }
     };
+    auto blurred = [&](std::vector<Texture>& to, double blur, bool z) {
+      for (double level : levels) {
+        to.push_back(Texture{fmt::format("white blurred {} vox{}, sigma {}", blur, z ? " 3D" : "", level), "blurred",
+                             level, 0, ctd::FbpWindow::Ramp, false, blur, z});
+      }
+    };
     if (extra) {
-      // Robustness: textures the matrix above does not hold, run apart (--extra).
-      auto blurred = [&](std::vector<Texture>& to, double blur, bool z) {
-        for (double level : levels) {
-          to.push_back(Texture{fmt::format("white blurred {} vox{}, sigma {}", blur, z ? " 3D" : "", level), "blurred",
-                               level, 0, ctd::FbpWindow::Ramp, false, blur, z});
-        }
-      };
+      // Robustness: textures the matrix does not hold, run apart (--extra).
       blurred(textures2d, 0.7, false);
       blurred(textures2d, 1.2, false);
       add(textures2d, "FBP Shepp-Logan 360 views", "fbp", 360, ctd::FbpWindow::SheppLogan, false);
@@ -375,15 +382,20 @@ int main(int argc, char** argv) {
                                 ctd::FbpWindow::Ramp, false, 1.0, false});
         }
       }
-    } else {
+    } else if (whole) {
+      add(textures2d, "white", "white", 0, ctd::FbpWindow::Ramp, false);
+      add(textures2d, "FBP ramp 360 views", "fbp", 360, ctd::FbpWindow::Ramp, false);
+      add(textures2d, "FBP Hann 360 views", "fbp", 360, ctd::FbpWindow::Hann, false);
+      blurred(textures2d, 1.2, false);
+      add(textures2d, "signal-dependent white", "signal", 0, ctd::FbpWindow::Ramp, false);
+    } else if (reduced) {
       add(textures2d, "white", "white", 0, ctd::FbpWindow::Ramp, false);
       add(textures3d, "white", "white", 0, ctd::FbpWindow::Ramp, false);
-    }
-    if (extra) {
-    } else if (reduced) {
       add(textures2d, "FBP ramp 360 views", "fbp", 360, ctd::FbpWindow::Ramp, false);
       add(textures3d, "FBP ramp 360 views, z-correlated", "fbp", 360, ctd::FbpWindow::Ramp, true);
     } else {
+      add(textures2d, "white", "white", 0, ctd::FbpWindow::Ramp, false);
+      add(textures3d, "white", "white", 0, ctd::FbpWindow::Ramp, false);
       for (int views : {90, 360, 1152}) add(textures2d, fmt::format("FBP ramp {} views", views), "fbp", views, ctd::FbpWindow::Ramp, false);
       add(textures2d, "FBP Hann 360 views", "fbp", 360, ctd::FbpWindow::Hann, false);
       add(textures3d, "FBP ramp 360 views", "fbp", 360, ctd::FbpWindow::Ramp, false);
