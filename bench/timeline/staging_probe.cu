@@ -90,28 +90,29 @@ static bool copy_and_check(float* to, const float* from, size_t n) {
   return ok;
 }
 
-static void parallel_check_copy(char* to, const char* from, size_t bytes, int threads, int variant) {
+// op(begin, end) on page-aligned pieces of [0, bytes), one per thread.
+template <typename Op>
+static void in_pieces(size_t bytes, int threads, Op op) {
   const size_t piece = (bytes / threads + 4095) / 4096 * 4096;
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (int t = 0; t < threads; ++t) {
     const size_t begin = std::min(bytes, t * piece), end = std::min(bytes, begin + piece);
-    if (end > begin) {
-      if (variant == 1) copy_then_check((float*)(to + begin), (const float*)(from + begin), (end - begin) / 4);
-      else copy_and_check((float*)(to + begin), (const float*)(from + begin), (end - begin) / 4);
-    }
+    if (end > begin) op(begin, end);
   }
 }
 
+static void parallel_check_copy(char* to, const char* from, size_t bytes, int threads, int variant) {
+  in_pieces(bytes, threads, [&](size_t begin, size_t end) {
+    if (variant == 1) copy_then_check((float*)(to + begin), (const float*)(from + begin), (end - begin) / 4);
+    else copy_and_check((float*)(to + begin), (const float*)(from + begin), (end - begin) / 4);
+  });
+}
+
 static void parallel_copy(char* to, const char* from, size_t bytes, int threads, bool streaming) {
-  const size_t piece = (bytes / threads + 4095) / 4096 * 4096;
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int t = 0; t < threads; ++t) {
-    const size_t begin = std::min(bytes, t * piece), end = std::min(bytes, begin + piece);
-    if (end > begin) {
-      if (streaming) stream_copy(to + begin, from + begin, end - begin);
-      else std::memcpy(to + begin, from + begin, end - begin);
-    }
-  }
+  in_pieces(bytes, threads, [&](size_t begin, size_t end) {
+    if (streaming) stream_copy(to + begin, from + begin, end - begin);
+    else std::memcpy(to + begin, from + begin, end - begin);
+  });
 }
 
 struct Staging {

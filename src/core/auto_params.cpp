@@ -23,7 +23,7 @@ namespace {
 using i64 = std::int64_t;
 
 constexpr double kMaxTileLevel = 6;        // a tile's level: at most this x the model's sigma
-constexpr double kLeastLevelSpread = 1.5;  // the level surface is used where it varies this much
+constexpr double kLeastLevelSpread = 1.5;  // tile levels smoothed over neighbours are used where they vary this much
 
 [[noreturn]] void invalid(const std::string& message) { throw Error(ErrorKind::InvalidArgument, message); }
 

@@ -307,8 +307,24 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
         }
     }
   };
-  // Smooth noise, measured where the model falls back (its outer lags hold anatomy) and the
-  // slices are independent: white noise smoothed by a Gaussian, fitted to flat blocks' first
+  // The mean D^2 along the given lags over the given blocks (each block summed apart, on all
+  // cores, then added in order), or NaN from fewer than 256 differences.
+  auto mean_square_along = [&](const std::vector<Block>& where, std::span<const Lag> along) {
+    std::vector<double> block_sums(where.size());
+    std::vector<i64> block_counts(where.size());
+    pool.parallel_for(i64(where.size()), [&](i64 begin, i64 end) {
+      for (i64 b = begin; b < end; ++b) {
+        const Block& k = where[std::size_t(b)];
+        area_sum(k.x, k.y, k.z, along, block_sums[std::size_t(b)], block_counts[std::size_t(b)]);
+      }
+    });
+    double sum = 0;
+    i64 count = 0;
+    for (std::size_t b = 0; b < where.size(); ++b) sum += block_sums[b], count += block_counts[b];
+    return count >= 256 ? sum / double(count) : std::numeric_limits<double>::quiet_NaN();
+  };
+  // Smooth noise, measured where the model falls back (its outer lags hold anatomy): white noise
+  // smoothed by a Gaussian, fitted to flat blocks' first
   // lags, where anatomy adds least, when it is clearly correlated (next voxel
   // kLeastSmoothCorrelation or more) and its level is above the pseudo-residual sigma (which
   // smooth noise always exceeds). Two ways, the first that holds:
@@ -377,23 +393,11 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
       out.samples = std::min(total.lag1_count, total.lag2_count);
       return out;
     };
-    // The mean D^2 along x and y at `lag` over the given blocks, within kMaxRise of the prediction.
+    // The mean D^2 along x and y at `lag` in the fit's blocks, within kMaxRise of the prediction.
     auto far_lag_agrees = [&](const Fit& fit, int lag) {
       const std::array<Lag, 2> along{{{lag, 0, 0}, {0, lag, 0}}};
-      std::vector<double> block_sums(fit.blocks.size());
-      std::vector<i64> block_counts(fit.blocks.size());
-      pool.parallel_for(i64(fit.blocks.size()), [&](i64 begin, i64 end) {
-        for (i64 b = begin; b < end; ++b) {
-          const Block& k = fit.blocks[std::size_t(b)];
-          area_sum(k.x, k.y, k.z, along, block_sums[std::size_t(b)], block_counts[std::size_t(b)]);
-        }
-      });
-      double sum = 0;
-      i64 count = 0;
-      for (std::size_t b = 0; b < fit.blocks.size(); ++b) sum += block_sums[b], count += block_counts[b];
-      if (count < 256) return false;
-      const double ratio = sum / double(count) / fit.noise.mean_square_difference(lag);
-      return ratio <= kMaxRise * kMaxRise && ratio >= 1 / (kMaxRise * kMaxRise);
+      const double ratio = mean_square_along(fit.blocks, along) / fit.noise.mean_square_difference(lag);
+      return ratio <= kMaxRise * kMaxRise && ratio >= 1 / (kMaxRise * kMaxRise);  // false for NaN
     };
     auto accept = [&](const Fit& fit) {
       smooth_blocks = fit.blocks;
@@ -409,9 +413,6 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
     if (narrow && std::sqrt(narrow->noise.c0) <= kMaxSmoothGrain * floor) return accept(*narrow);
     return std::nullopt;
   };
-  // The model when the blocks are not believed (or too few to judge): white in-plane, and in 3D
-  // correlated with the next two slices as overlapping slices make it (see slice_correlation);
-  // where the slices are independent, smooth in-plane noise when the first two lags show it.
   // The correlation with the next two slices of noise whose in-plane part is `smooth`, from the
   // mean D^2 along z at lags 1 and 2 in the smooth fit's blocks (E[D(1)^2] = C0 (6 - 8 rho1 +
   // 2 rho2), E[D(2)^2] = C0 (6 - 8 rho2) with nothing at 4 slices), between 0 and 0.95. Anatomy
@@ -421,26 +422,23 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
     std::array<double, 2> mean{};
     for (const int dz : {1, 2}) {
       const std::array<Lag, 1> along{{{0, 0, dz}}};
-      double sum = 0;
-      i64 count = 0;
-      for (const Block& k : smooth_blocks) area_sum(k.x, k.y, k.z, along, sum, count);
-      mean[std::size_t(dz - 1)] = count >= 256 ? sum / double(count) : std::numeric_limits<double>::quiet_NaN();
+      mean[std::size_t(dz - 1)] = mean_square_along(smooth_blocks, along);
     }
     const double rho2 = std::isnan(mean[1]) ? 0.0 : std::clamp((6 - mean[1] / c0) / 8, 0.0, 0.95);
     const double rho1 = std::isnan(mean[0]) ? 0.0 : std::clamp((6 + 2 * rho2 - mean[0] / c0) / 8, 0.0, 0.95);
     return std::pair{rho1, rho2};
   };
+  // The model when the blocks are not believed (or too few to judge): smooth in-plane noise when
+  // the first lags show it (smooth_fallback), with its correlation across slices in 3D; otherwise
+  // white in-plane, and in 3D correlated with the next two slices as overlapping slices make it
+  // (slice_correlation).
   auto fall_back = [&] {
     m.fell_back_to_white = true;
     m.sigma = pseudo_residual_sigma();
-    SliceCorrelation z;
-    if (m.radius_z > 0) z = slice_correlation(in, padding, m.pseudo_residual_sigma, kMaxFallbackSlices);
-    const bool slices_correlated = z.rho1 >= kLeastSliceCorrelation;
     // Smooth in-plane noise, where the first lags show it. In 3D its correlation across slices is
     // read along z in the fit's blocks (slice_correlation assumes noise that is white in-plane,
     // and misses it: white noise blurred by 1.2 voxels in 3D, 0.83 with the next slice, read
-    // under 0.2 there);
-    // under kLeastSliceCorrelation the slices count as independent.
+    // under 0.2 there); under kLeastSliceCorrelation the slices count as independent.
     if (const std::optional<SmoothNoise> smooth = smooth_fallback()) {
       m.fell_back_to_white = false;
       m.sigma = std::sqrt(smooth->c0 + smooth->white);
@@ -465,7 +463,9 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
           }
       return m;
     }
-    if (slices_correlated) {
+    SliceCorrelation z;
+    if (m.radius_z > 0) z = slice_correlation(in, padding, m.pseudo_residual_sigma, kMaxFallbackSlices);
+    if (z.rho1 >= kLeastSliceCorrelation) {
       m.sigma = z.in_plane_sigma;
       m.radius_z = d.nz >= 5 ? 2 : 1;
     } else {
