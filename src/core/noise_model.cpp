@@ -1,6 +1,7 @@
 // The noise model (include/ctdenoise/noise.hpp, NoiseModel): the covariance measured by second
 // differences in the image's flattest blocks, and noise synthesised from it.
 
+#include "core/noise_synthesis.hpp"
 #include "core/robust_stats.hpp"
 #include "cpu/thread_pool.hpp"
 
@@ -634,16 +635,22 @@ std::vector<double> cosine_series(const std::vector<double>& in, std::array<int,
 
 }  // namespace
 
-Volume synthesize_noise(const NoiseModel& m, const Dims& dims, std::uint64_t seed, const std::vector<unsigned char>* mask) {
-  if (mask != nullptr && i64(mask->size()) != dims.count()) {
-    throw Error(ErrorKind::InvalidArgument, "synthesize_noise: the mask must have one entry per voxel");
-  }
-  // The noise power spectrum on a periodic grid is the Fourier series of C (real: C is even);
-  // negative values, where the measured C is not quite a covariance, are set to 0. The shaping
-  // kernel is the inverse transform of its square root, cut at kr voxels.
-  const bool flat = dims.is_2d() || m.radius_z == 0;
+namespace {
+
+// The kernel that shapes white noise into noise of m's covariance: the noise power spectrum on a
+// periodic grid is the Fourier series of C (real: C is even); negative values, where the measured
+// C is not quite a covariance, are set to 0. The kernel is the inverse transform of its square
+// root, cut at kr voxels (krz across slices) and scaled back to the variance the cut lost.
+struct ShapingKernel {
+  int kr = 0, krz = 0;
+  std::vector<double> taps;  // (2 krz + 1) x (2 kr + 1)^2, x fastest
+};
+
+ShapingKernel shaping_kernel(const NoiseModel& m, bool flat) {
   const int gxy = 32, gz = flat ? 1 : 8;
-  const int kr = m.radius_xy + 3, krz = flat ? 0 : 2;
+  ShapingKernel k;
+  k.kr = m.radius_xy + 3;
+  k.krz = flat ? 0 : 2;
   const int rx = m.radius_xy, rz = flat ? 0 : m.radius_z;
   const int cw = 2 * rx + 1, cwz = 2 * rz + 1;
   std::vector<double> covariance(std::size_t(cw * cw * cwz));
@@ -658,19 +665,43 @@ Volume synthesize_noise(const NoiseModel& m, const Dims& dims, std::uint64_t see
     power_sum += p;
     amplitude[i] = std::sqrt(p);
   }
-  const int kw = 2 * kr + 1, kwz = 2 * krz + 1;
-  std::vector<double> kernel = cosine_series(amplitude, {0, 0, 0}, {gxy, gxy, gz}, {-kr, -kr, -krz}, {kw, kw, kwz}, {gxy, gxy, gz});
+  const int kw = 2 * k.kr + 1, kwz = 2 * k.krz + 1;
+  k.taps = cosine_series(amplitude, {0, 0, 0}, {gxy, gxy, gz}, {-k.kr, -k.kr, -k.krz}, {kw, kw, kwz}, {gxy, gxy, gz});
   double kernel_energy = 0;
-  for (double& k : kernel) {
-    k /= double(gxy * gxy * gz);
-    kernel_energy += k * k;
+  for (double& t : k.taps) {
+    t /= double(gxy * gxy * gz);
+    kernel_energy += t * t;
   }
-  // Restore the variance the cut lost.
   const double target = power_sum / double(gxy * gxy * gz);
   const double gain = kernel_energy > 0 ? std::sqrt(target / kernel_energy) : 0;
-  for (double& k : kernel) k *= gain;
+  for (double& t : k.taps) t *= gain;
+  return k;
+}
 
-  // White noise on the volume grown by the kernel's reach, then shaped.
+}  // namespace
+
+namespace detail {
+
+Volume synthesize_noise_by_region(const std::vector<NoiseModel>& models, const std::vector<std::uint32_t>& region,
+                                  const Dims& dims, std::uint64_t seed, const std::vector<unsigned char>* mask) {
+  if (mask != nullptr && i64(mask->size()) != dims.count()) {
+    throw Error(ErrorKind::InvalidArgument, "synthesize_noise: the mask must have one entry per voxel");
+  }
+  if (models.empty() || (!region.empty() && i64(region.size()) != dims.count())) {
+    throw Error(ErrorKind::InvalidArgument, "synthesize_noise: one region per voxel and at least one model");
+  }
+  const bool flat = dims.is_2d() || models[0].radius_z == 0;
+  std::vector<ShapingKernel> kernels;
+  for (const NoiseModel& m : models) {
+    if (m.radius_xy != models[0].radius_xy || m.radius_z != models[0].radius_z) {
+      throw Error(ErrorKind::InvalidArgument, "synthesize_noise: the regions' models must have the same lags");
+    }
+    kernels.push_back(shaping_kernel(m, flat));
+  }
+  const int kr = kernels[0].kr, krz = kernels[0].krz, kw = 2 * kr + 1, kwz = 2 * krz + 1;
+
+  // White noise on the volume grown by the kernel's reach, then shaped: one field under every
+  // region, so that the noise runs on across their borders.
   const i64 wx = dims.nx + 2 * kr, wy = dims.ny + 2 * kr, wz = dims.nz + 2 * krz;
   std::vector<float> white(std::size_t(wx * wy * wz));
   std::mt19937_64 rng(seed);
@@ -687,6 +718,7 @@ Volume synthesize_noise(const NoiseModel& m, const Dims& dims, std::uint64_t see
           out.data()[i] = 0;
           continue;
         }
+        const std::vector<double>& kernel = kernels[region.empty() ? 0 : region[std::size_t(i)]].taps;
         double acc = 0;
         for (int kz = 0; kz < kwz; ++kz)
           for (int ky = 0; ky < kw; ++ky) {
@@ -699,6 +731,12 @@ Volume synthesize_noise(const NoiseModel& m, const Dims& dims, std::uint64_t see
     }
   });
   return out;
+}
+
+}  // namespace detail
+
+Volume synthesize_noise(const NoiseModel& m, const Dims& dims, std::uint64_t seed, const std::vector<unsigned char>* mask) {
+  return detail::synthesize_noise_by_region({m}, {}, dims, seed, mask);
 }
 
 }  // namespace ctd

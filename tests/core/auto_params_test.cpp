@@ -3,6 +3,7 @@
 // are computed from definitions, and the best strength comes from the test's own sweep.
 
 #include "common/test_util.hpp"
+#include "core/noise_synthesis.hpp"
 
 #include <ctdenoise/auto_params.hpp>
 #include <ctdenoise/metrics.hpp>
@@ -108,6 +109,45 @@ TEST(NoiseModel, SynthesisedNoiseHasTheModelsCovariance) {
   const ctd::Volume masked = ctd::synthesize_noise(m, {200, 180, 1}, 11, &mask);
   EXPECT_EQ(masked.data()[5], 0.0f);
   EXPECT_EQ(masked.data()[6], n.data()[6]);
+}
+
+TEST(NoiseModel, NoiseSynthesisedByRegionHasEachRegionsCovariance) {
+  // Left half: sigma 10, correlated 0.5 along x; right half: sigma 30, correlated 0.5 along y.
+  auto model = [](double sigma, double along_x, double along_y) {
+    ctd::NoiseModel m;
+    m.sigma = sigma;
+    m.radius_xy = 1;
+    m.covariance.assign(9, 0.0);
+    m.covariance[4] = sigma * sigma;
+    m.covariance[3] = m.covariance[5] = along_x * sigma * sigma;
+    m.covariance[1] = m.covariance[7] = along_y * sigma * sigma;
+    return m;
+  };
+  const ctd::Dims d{240, 200, 1};
+  std::vector<std::uint32_t> region(std::size_t(d.count()));
+  for (i64 i = 0; i < d.count(); ++i) region[std::size_t(i)] = (i % d.nx) < d.nx / 2 ? 0 : 1;
+  const ctd::Volume n = ctd::detail::synthesize_noise_by_region({model(10, 0.5, 0), model(30, 0, 0.5)}, region, d, 13);
+  // Each half's sigma and correlations, away from the border between them.
+  for (int half = 0; half < 2; ++half) {
+    double s00 = 0, s10 = 0, s01 = 0;
+    i64 count = 0;
+    for (i64 y = 0; y + 1 < d.ny; ++y)
+      for (i64 x = half == 0 ? 0 : d.nx / 2 + 8; x < (half == 0 ? d.nx / 2 - 8 : d.nx - 1); ++x) {
+        const double a = n.view()(x, y, 0);
+        s00 += a * a, s10 += a * n.view()(x + 1, y, 0), s01 += a * n.view()(x, y + 1, 0);
+        ++count;
+      }
+    EXPECT_NEAR(std::sqrt(s00 / double(count)), half == 0 ? 10 : 30, half == 0 ? 0.5 : 1.5);
+    EXPECT_NEAR(s10 / s00, half == 0 ? 0.5 : 0.0, 0.05) << "half " << half;
+    EXPECT_NEAR(s01 / s00, half == 0 ? 0.0 : 0.5, 0.05) << "half " << half;
+  }
+  // Models with different lags cannot share one field.
+  ctd::NoiseModel wider = model(10, 0, 0);
+  wider.radius_xy = 2;
+  wider.covariance.assign(25, 0.0);
+  wider.covariance[12] = 100;
+  EXPECT_TRUE(testing_util::throws_kind([&] { ctd::detail::synthesize_noise_by_region({model(10, 0, 0), wider}, region, d, 1); },
+                                        ctd::ErrorKind::InvalidArgument));
 }
 
 TEST(NoiseModel, WithoutFlatRegionsItFallsBackToWhiteNoiseOfThePseudoResidualSigma) {
@@ -462,4 +502,41 @@ TEST(AutoParams, TheRiskFollowsNoiseThatVariesOverTheImage) {
   const ctd::AutoChoice h = ctd::auto_nlm_h(noisy.view(), p);
   EXPECT_LT(h.noise.sigma, 0.5 * truth);  // the model: the quiet part
   EXPECT_NEAR(std::sqrt(h.noisy_mse / h.noise_share), truth, 0.2 * truth);
+}
+
+TEST(AutoParams, TheProbeFollowsNoiseWhoseTextureTurnsOverTheImage) {
+  // As in a whole slice with FBP noise: strong noise correlated along x over most of the image
+  // (the body's streaks) and weak noise correlated along y around it. The model reads the quiet
+  // part's texture; the risk must use each part's own, and h land near the best of a sweep (with
+  // the model's texture everywhere: 5.5 dB under).
+  const ctd::Dims d{320, 288, 1};
+  const ctd::Volume clean = phantom(d);
+  std::vector<double> white(std::size_t(d.count()));
+  std::mt19937 rng(67);
+  std::normal_distribution<double> normal(0, 1);
+  for (double& w : white) w = normal(rng);
+  auto at = [&](i64 x, i64 y) { return white[std::size_t(std::clamp<i64>(y, 0, d.ny - 1) * d.nx + std::clamp<i64>(x, 0, d.nx - 1))]; };
+  ctd::Volume noisy = clean;
+  for (i64 y = 0; y < d.ny; ++y)
+    for (i64 x = 0; x < d.nx; ++x) {
+      const i64 i = y * d.nx + x;
+      if (clean.data()[i] < -1024) continue;
+      const double fx = (x - d.nx / 2.0) / (d.nx / 2.0), fy = (y - d.ny / 2.0) / (d.ny / 2.0);
+      const bool body = std::fabs(fx) < 0.8 && std::fabs(fy) < 0.75;
+      const double n = body ? 80 * (at(x - 1, y) + at(x, y) + at(x + 1, y)) / std::sqrt(3.0)
+                            : 20 * (at(x, y - 1) + at(x, y) + at(x, y + 1)) / std::sqrt(3.0);
+      noisy.data()[i] = float(clean.data()[i] + n);
+    }
+  ctd::NlmParams p;
+  p.search_radius = 4;
+  const ctd::AutoChoice h = ctd::auto_nlm_h(noisy.view(), p);
+  auto run_nlm = [&](double value) {
+    ctd::Volume out(d);
+    ctd::NlmParams q = p;
+    q.h = float(value);
+    ctd::nlm(noisy.view(), out.view(), q);
+    return out;
+  };
+  const double auto_psnr = ctd::psnr(clean.view(), run_nlm(h.value).view(), 2000);
+  EXPECT_GT(auto_psnr, best_psnr(clean, h.value, run_nlm) - 0.3) << "h " << h.value;
 }
