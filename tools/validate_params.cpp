@@ -467,6 +467,7 @@ int main(int argc, char** argv) {
                       {"auto", {{"psnr", auto_q.psnr}, {"ssim", auto_q.ssim}}},
                       {"best", {{"psnr", best_q.psnr}, {"ssim", best_q.ssim}}},
                       {"noise_share", choice.noise_share},
+                      {"noise_over_image", choice.noise_over_image},
                       {"risk_level", std::sqrt(choice.noisy_mse)},  // the noise sigma the risk was estimated for
                       {"auto_seconds", choice.seconds}};
             if (oracle_too) c["oracle"] = oracle_json;

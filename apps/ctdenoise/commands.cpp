@@ -157,6 +157,7 @@ json auto_json(const AutoChoice& c) {
           {"value", c.value},
           {"noisy_mse", c.noisy_mse},
           {"noise_share", c.noise_share},
+          {"noise_over_image", c.noise_over_image},
           {"risk_curve", curve},
           {"sample_dims", {c.sample.nx, c.sample.ny, c.sample.nz}},
           {"seconds", c.seconds},

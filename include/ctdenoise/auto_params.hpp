@@ -19,6 +19,7 @@
 #include <ctdenoise/noise.hpp>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace ctd {
@@ -39,6 +40,10 @@ struct AutoChoice {
   double noise_share = 1;  // the share of the model's noise variance the image was found to hold
                            // (< 1 when the model read anatomy as noise; docs/parameters.md)
   NoiseModel noise;
+  // How the risk saw the noise over the image (docs/parameters.md, "The level" and "The
+  // texture"): "one level" (the tiles' median), "tile levels" (where the level varies), or
+  // "tile levels and textures" (where the texture changes too).
+  std::string noise_over_image;
   std::vector<RiskPoint> curve;  // every value tried, in increasing order
   Dims sample;                   // the sample the filter ran on
   double seconds = 0;            // all of it, of which:

@@ -74,6 +74,7 @@ nb::dict choice_dict(const AutoChoice& c) {
   d["strength"] = c.strength;
   d["noisy_mse"] = c.noisy_mse;
   d["noise_share"] = c.noise_share;
+  d["noise_over_image"] = c.noise_over_image;
   nb::list curve;
   for (const RiskPoint& p : c.curve) curve.append(nb::make_tuple(p.value, p.mse));
   d["curve"] = curve;

@@ -40,6 +40,7 @@ struct Sample {
   // tile of each voxel; else empty (the image's model at level_at).
   std::vector<NoiseModel> tile_models;
   std::vector<std::uint32_t> tile_of;
+  const char* noise_over_image = "one level";  // AutoChoice::noise_over_image
   // Where the sample's voxels lie in the image: (x, y, z) of sample voxel (0, 0, 0) of each block
   // of `block` voxels in-plane, blocks running x then y (the image itself: one block at 0).
   struct Place {
@@ -280,6 +281,7 @@ void measure_level(Sample& s, const NoiseModel& noise, i64 tile_xy) {
     std::fill(chosen.begin(), chosen.end(), detail::median(sorted));
   } else {
     use_tile_textures(s, noise, tiles.size(), levels, semivariances, centres, chosen);
+    s.noise_over_image = s.tile_models.empty() ? "tile levels" : "tile levels and textures";
   }
   double sum2 = 0;
   i64 counted = 0;
@@ -411,6 +413,7 @@ AutoChoice choose(ConstVolumeView<float> image, const NoiseModel& noise, double 
 
   AutoChoice choice;
   choice.noise = noise;
+  choice.noise_over_image = sample.noise_over_image;
   choice.strength = strength;
   choice.sample = sd;
   choice.noisy_mse = c0;

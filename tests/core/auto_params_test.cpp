@@ -461,6 +461,7 @@ TEST(AutoParams, StrengthScalesTheOptimumAndBadInputIsRefused) {
   const ctd::AutoChoice one = ctd::auto_nlm_h(noisy.view(), p, ctd::ExecContext{}, 1.0);
   const ctd::AutoChoice two = ctd::auto_nlm_h(noisy.view(), p, ctd::ExecContext{}, 2.0);
   EXPECT_EQ(one.optimum, two.optimum);  // deterministic
+  EXPECT_EQ(one.noise_over_image, "one level");  // noise of one level and texture
   EXPECT_DOUBLE_EQ(two.value, 2 * two.optimum);
   EXPECT_DOUBLE_EQ(one.value, one.optimum);
   for (double bad : {0.0, -1.0, std::nan("")}) {
@@ -502,6 +503,7 @@ TEST(AutoParams, TheRiskFollowsNoiseThatVariesOverTheImage) {
   const ctd::AutoChoice h = ctd::auto_nlm_h(noisy.view(), p);
   EXPECT_LT(h.noise.sigma, 0.5 * truth);  // the model: the quiet part
   EXPECT_NEAR(std::sqrt(h.noisy_mse / h.noise_share), truth, 0.2 * truth);
+  EXPECT_EQ(h.noise_over_image, "tile levels");  // white noise everywhere: one texture
 }
 
 TEST(AutoParams, TheProbeFollowsNoiseWhoseTextureTurnsOverTheImage) {
@@ -539,4 +541,5 @@ TEST(AutoParams, TheProbeFollowsNoiseWhoseTextureTurnsOverTheImage) {
   };
   const double auto_psnr = ctd::psnr(clean.view(), run_nlm(h.value).view(), 2000);
   EXPECT_GT(auto_psnr, best_psnr(clean, h.value, run_nlm) - 0.3) << "h " << h.value;
+  EXPECT_EQ(h.noise_over_image, "tile levels and textures");
 }

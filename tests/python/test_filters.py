@@ -115,6 +115,7 @@ def test_automatic_h_is_reported_and_strength_scales_it(rng):
     assert info["parameters"]["h"] == pytest.approx(auto["value"], rel=1e-6)
     assert auto["noise"].sigma == pytest.approx(20.0, rel=0.15)
     assert min(v for v, _ in auto["curve"]) <= auto["optimum"] <= max(v for v, _ in auto["curve"])
+    assert auto["noise_over_image"] == "one level"
     _, stronger = ctdenoise.nlm(image, search_radius=3, strength=1.5, device="cpu", return_info=True)
     assert stronger["parameters"]["h"] == pytest.approx(1.5 * auto["optimum"], rel=1e-5)
     assert set(info["timings_s"]) == {"auto", "filter"}
