@@ -342,10 +342,12 @@ int main(int argc, char** argv) {
       scans2d = {{"Siemens abdomen", centre_crop(siemens, {160, 160, 1}, 10)}};
       scans3d = {{"Siemens abdomen", centre_crop(siemens, {112, 112, 8})}};
     }
-    if (whole) {  // whole 512 x 512 slices: air, the table and noise that varies across the field
+    if (whole) {  // whole slices: air, the table and noise that varies across the field (CThead: added
+                  // after the rules were set, as a check on a scan none of them had seen)
       scans2d = {{"Siemens abdomen, whole slice", centre_crop(siemens, {512, 512, 1}, 10)},
                  {"WG-04 CT1 chest, whole slice", centre_crop(ct1, {512, 512, 1})},
-                 {"Catphan, whole slice", centre_crop(catphan, {512, 512, 1})}};
+                 {"Catphan, whole slice", centre_crop(catphan, {512, 512, 1})},
+                 {"CThead, whole slice", centre_crop(cthead, {256, 256, 1}, 60)}};
       scans3d = {};
     }
     // Noise levels (the "doses"): 30, 45 and 60 HU, at least about three times the scans' own.
