@@ -2,7 +2,7 @@
 // textures and doses, several radii, 2D and 3D, NLM and the bilateral filter. For each case it
 // compares the automatic value with the best of a sweep against the noise-free reference.
 //
-//   validate_params --data ../shared/data [--reduced | --extra | --whole] [--json out.json] [--only TEXT] [--oracle] [--device cpu|auto]
+//   validate_params --data ../shared/data [--reduced | --extra | --whole | --volumes] [--json out.json] [--only TEXT] [--oracle] [--device cpu|auto]
 //
 // --device auto runs the filters (the sweeps and the automatic choice) on the GPU when there is
 // one: the full matrix then takes minutes instead of an hour.
@@ -280,7 +280,7 @@ std::vector<Setting> settings(bool flat, bool reduced) {
 
 int main(int argc, char** argv) {
   std::string data_dir = "../shared/data", json_path;
-  bool reduced = false, oracle_too = false, extra = false, whole = false;
+  bool reduced = false, oracle_too = false, extra = false, whole = false, volumes = false;
   double check_gap = -1;
   int threads = 0;
   std::string only, dump;
@@ -296,6 +296,7 @@ int main(int argc, char** argv) {
     else if (a == "--reduced") reduced = true;
     else if (a == "--extra") extra = true;  // textures outside the list instead: smooth, Shepp-Logan, signal-dependent
     else if (a == "--whole") whole = true;  // whole 512 x 512 slices instead of crops
+    else if (a == "--volumes") volumes = true;  // whole 3D volumes, large enough to be sampled
     else if (a == "--oracle") oracle_too = true;
     else if (a == "--check") check_gap = std::stod(next());  // exit 1 when a case's PSNR gap is larger, or below the noisy input  // also the choice with the noise model of the added noise alone
     else if (a == "--threads") threads = std::stoi(next());
@@ -307,7 +308,7 @@ int main(int argc, char** argv) {
       device = v == "cpu" ? ctd::Device::Cpu : ctd::Device::Auto;
     }
     else {
-      fmt::print(stderr, "usage: validate_params [--data DIR] [--reduced | --extra | --whole] [--json FILE] [--only TEXT] [--oracle] [--device cpu|auto]\n");
+      fmt::print(stderr, "usage: validate_params [--data DIR] [--reduced | --extra | --whole | --volumes] [--json FILE] [--only TEXT] [--oracle] [--device cpu|auto]\n");
       return 2;
     }
   }
@@ -350,6 +351,12 @@ int main(int argc, char** argv) {
                  {"CThead, whole slice", centre_crop(cthead, {256, 256, 1}, 60)}};
       scans3d = {};
     }
+    if (volumes) {  // whole volumes over 2^17 voxels: the automatic choice runs on a sample of blocks
+      scans2d = {};
+      scans3d = {{"Siemens abdomen, whole volume", siemens},
+                 {"CThead, 40 whole slices", centre_crop(cthead, {256, 256, 40}, 60)},
+                 {"TotalSegmentator abdomen, whole volume", totalseg}};
+    }
     // Noise levels (the "doses"): 30, 45 and 60 HU, at least about three times the scans' own.
     const std::vector<double> levels = reduced ? std::vector<double>{45.0} : std::vector<double>{30.0, 45.0, 60.0};
     std::vector<Texture> textures2d, textures3d;
@@ -384,6 +391,11 @@ int main(int argc, char** argv) {
                                 ctd::FbpWindow::Ramp, false, 1.0, false});
         }
       }
+    } else if (volumes) {
+      add(textures3d, "white", "white", 0, ctd::FbpWindow::Ramp, false);
+      add(textures3d, "FBP ramp 360 views", "fbp", 360, ctd::FbpWindow::Ramp, false);
+      add(textures3d, "FBP ramp 360 views, z-correlated", "fbp", 360, ctd::FbpWindow::Ramp, true);
+      add(textures3d, "FBP Hann 360 views", "fbp", 360, ctd::FbpWindow::Hann, false);
     } else if (whole) {
       add(textures2d, "white", "white", 0, ctd::FbpWindow::Ramp, false);
       add(textures2d, "FBP ramp 360 views", "fbp", 360, ctd::FbpWindow::Ramp, false);

@@ -10,8 +10,9 @@
 // SURE for NLM is due to Van De Ville & Kocher (IEEE SPL 2009); the Monte Carlo form needs no
 // derivative of the filter, so every variant, distance and kernel gets the same treatment, and
 // correlated CT noise is handled by drawing b with the measured covariance rather than white.
-// The filter runs on a sample of the image (blocks spread over it, at most kAutoSampleVoxels
-// voxels), twice per candidate value, on the device the context names.
+// The filter runs on a sample of the image (blocks spread over it: kAutoSampleVoxels voxels, or
+// 64 blocks where that is more, as in 3D), twice per candidate value, on the device the context
+// names.
 
 #include <ctdenoise/bilateral.hpp>
 #include <ctdenoise/exec.hpp>
@@ -24,7 +25,8 @@
 
 namespace ctd {
 
-// The largest sample the risk estimate filters (voxels); smaller images are used whole.
+// The sample the risk estimate filters (voxels; at least 64 blocks of 32-64 voxels in-plane and
+// 6-16 slices in 3D); images up to this size are used whole.
 constexpr std::int64_t kAutoSampleVoxels = std::int64_t(1) << 17;
 
 struct RiskPoint {

@@ -691,13 +691,17 @@ Volume synthesize_noise_by_region(const std::vector<NoiseModel>& models, const s
     throw Error(ErrorKind::InvalidArgument, "synthesize_noise: one region per voxel and at least one model");
   }
   const bool flat = dims.is_2d() || models[0].radius_z == 0;
-  std::vector<ShapingKernel> kernels;
   for (const NoiseModel& m : models) {
     if (m.radius_xy != models[0].radius_xy || m.radius_z != models[0].radius_z) {
       throw Error(ErrorKind::InvalidArgument, "synthesize_noise: the regions' models must have the same lags");
     }
-    kernels.push_back(shaping_kernel(m, flat));
   }
+  cpu::ThreadPool pool(cpu::hardware_threads());
+  // One kernel per region, on all cores (a 3D sample's ~200 tile models took 0.5 s on one).
+  std::vector<ShapingKernel> kernels(models.size());
+  pool.parallel_for(i64(models.size()), [&](i64 begin, i64 end) {
+    for (i64 k = begin; k < end; ++k) kernels[std::size_t(k)] = shaping_kernel(models[std::size_t(k)], flat);
+  });
   const int kr = kernels[0].kr, krz = kernels[0].krz, kw = 2 * kr + 1, kwz = 2 * krz + 1;
 
   // White noise on the volume grown by the kernel's reach, then shaped: one field under every
@@ -708,7 +712,6 @@ Volume synthesize_noise_by_region(const std::vector<NoiseModel>& models, const s
   std::normal_distribution<double> normal(0.0, 1.0);
   for (float& v : white) v = float(normal(rng));
   Volume out(dims);
-  cpu::ThreadPool pool(cpu::hardware_threads());
   pool.parallel_for(dims.nz * dims.ny, [&](i64 begin, i64 end) {
     for (i64 row = begin; row < end; ++row) {
       const i64 z = row / dims.ny, y = row % dims.ny;
