@@ -17,6 +17,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 
 namespace ctd {
 namespace {
@@ -56,12 +57,12 @@ struct Sample {
   }
 };
 
-// The tiles' levels smoothed over the image: each tile takes the median of its own level and its
+// A per-tile value smoothed over the image: each tile takes the median of its own value and its
 // nearest neighbours' (kLevelNeighbours in all, by the distance between the tiles' centres in the
 // image). A tile that anatomy inflates, alone among quieter ones, takes theirs; a region whose
 // noise is stronger keeps its level.
 constexpr std::size_t kLevelNeighbours = 9;
-std::vector<double> local_levels(const std::vector<std::array<double, 3>>& at, const std::vector<double>& levels) {
+std::vector<double> median_of_nearest(const std::vector<std::array<double, 3>>& at, const std::vector<double>& levels) {
   const std::size_t n = levels.size();
   std::vector<double> out(n);
   std::vector<std::pair<double, std::size_t>> by_distance(n);
@@ -98,25 +99,38 @@ double pseudo_residual_gain(const NoiseModel& m) {
 // The in-plane lags of one voxel whose semivariances a tile reads: x, y and the two diagonals.
 constexpr std::array<std::array<int, 2>, 4> kLagsOfOne = {{{1, 0}, {0, 1}, {1, 1}, {1, -1}}};
 
+// The image's model's semivariances at kLagsOfOne per unit variance: 1 - its correlation there.
+std::array<double, 4> unit_semivariances(const NoiseModel& noise) {
+  std::array<double, 4> out{};
+  for (std::size_t k = 0; k < 4; ++k) out[k] = 1 - noise.correlation(kLagsOfOne[k][0], kLagsOfOne[k][1], 0);
+  return out;
+}
+
+struct TileBox {
+  i64 x0, y0, z0;
+  Dims size;
+};
+
 // A tile's semivariances at kLagsOfOne: half the robust variance of the differences u(p + d) - u(p)
 // within each slice, padding left out (robust: an edge's few large differences do not count).
-// Empty where fewer than a quarter of the tile's voxels give a difference.
-std::vector<double> lag_one_semivariances(const Volume& tile, const std::vector<float>& padding) {
-  const Dims d = tile.dims();
+// None where fewer than a quarter of the tile's voxels give a difference.
+std::optional<std::array<double, 4>> lag_one_semivariances(ConstVolumeView<float> image, const TileBox& t,
+                                                           const std::vector<float>& padding) {
   auto usable = [&](float v) { return std::isfinite(v) && (padding.empty() || v != padding[0]); };
-  std::vector<double> out;
-  for (const auto& [dx, dy] : kLagsOfOne) {
+  std::array<double, 4> out{};
+  for (std::size_t k = 0; k < 4; ++k) {
+    const int dx = kLagsOfOne[k][0], dy = kLagsOfOne[k][1];
     std::vector<double> differences;
-    differences.reserve(std::size_t(d.count()));
-    for (i64 z = 0; z < d.nz; ++z)
-      for (i64 y = std::max(0, -dy); y < d.ny - std::max(0, dy); ++y)
-        for (i64 x = 0; x < d.nx - dx; ++x) {
-          const float a = tile.view()(x, y, z), b = tile.view()(x + dx, y + dy, z);
+    differences.reserve(std::size_t(t.size.count()));
+    for (i64 z = t.z0; z < t.z0 + t.size.nz; ++z)
+      for (i64 y = t.y0 + std::max(0, -dy); y < t.y0 + t.size.ny - std::max(0, dy); ++y)
+        for (i64 x = t.x0; x < t.x0 + t.size.nx - dx; ++x) {
+          const float a = image(x, y, z), b = image(x + dx, y + dy, z);
           if (usable(a) && usable(b)) differences.push_back(double(b) - a);
         }
-    if (differences.size() * 4 < std::size_t(d.count())) return {};
+    if (differences.size() * 4 < std::size_t(t.size.count())) return std::nullopt;
     const double sigma = detail::robust_sigma(std::move(differences));
-    out.push_back(sigma * sigma / 2);
+    out[k] = sigma * sigma / 2;
   }
   return out;
 }
@@ -126,11 +140,9 @@ std::vector<double> lag_one_semivariances(const Volume& tile, const std::vector<
 // does not change where the texture only turns or stretches); across slices the image's model's
 // correlation; 0 at the other lags.
 NoiseModel tile_model(const NoiseModel& image, const std::array<double, 4>& semivariance, double level) {
-  double mean_correlation = 0, mean_semivariance = 0;
-  for (std::size_t k = 0; k < 4; ++k) {
-    mean_correlation += image.correlation(kLagsOfOne[k][0], kLagsOfOne[k][1], 0) / 4;
-    mean_semivariance += semivariance[k] / 4;
-  }
+  const std::array<double, 4> unit = unit_semivariances(image);
+  const double mean_correlation = 1 - (unit[0] + unit[1] + unit[2] + unit[3]) / 4;
+  const double mean_semivariance = (semivariance[0] + semivariance[1] + semivariance[2] + semivariance[3]) / 4;
   NoiseModel m = image;
   m.radius_xy = std::max(m.radius_xy, 1);
   const int r = m.radius_xy, rz = m.radius_z, w = 2 * r + 1;
@@ -143,7 +155,7 @@ NoiseModel tile_model(const NoiseModel& image, const std::array<double, 4>& semi
   for (std::size_t k = 0; k < 4; ++k) {
     const double rho = mean_semivariance > 0
                            ? std::clamp(1 - (1 - mean_correlation) * semivariance[k] / mean_semivariance, -0.9, 0.95)
-                           : image.correlation(kLagsOfOne[k][0], kLagsOfOne[k][1], 0);
+                           : 1 - unit[k];
     set(kLagsOfOne[k][0], kLagsOfOne[k][1], 0, rho * c0);
     set(-kLagsOfOne[k][0], -kLagsOfOne[k][1], 0, rho * c0);
   }
@@ -171,52 +183,45 @@ NoiseModel tile_model(const NoiseModel& image, const std::array<double, 4>& semi
 // skull) read 0.33-0.43 with FBP noise and lost up to 0.9 dB, hence the limit above it.
 constexpr double kLeastTextureChange = 0.45;
 
-double texture_change(const NoiseModel& noise, const std::array<double, 4>& semivariance) {
-  double mean = 0, model_mean = 0, change = 0;
-  for (std::size_t k = 0; k < 4; ++k) {
-    mean += semivariance[k] / 4;
-    model_mean += (1 - noise.correlation(kLagsOfOne[k][0], kLagsOfOne[k][1], 0)) / 4;
-  }
+double texture_change(const std::array<double, 4>& model, const std::array<double, 4>& semivariance) {
+  const double mean = (semivariance[0] + semivariance[1] + semivariance[2] + semivariance[3]) / 4;
+  const double model_mean = (model[0] + model[1] + model[2] + model[3]) / 4;
   if (!(mean > 0) || !(model_mean > 0)) return 0;
-  for (std::size_t k = 0; k < 4; ++k) {
-    const double model = (1 - noise.correlation(kLagsOfOne[k][0], kLagsOfOne[k][1], 0)) / model_mean;
-    change = std::max(change, std::fabs(semivariance[k] / mean - model));
-  }
+  double change = 0;
+  for (std::size_t k = 0; k < 4; ++k) change = std::max(change, std::fabs(semivariance[k] / mean - model[k] / model_mean));
   return change;
 }
 
 // Sets s.tile_models and s.tile_of (and the tiles' levels in `chosen`) where the texture changes
 // over the image; else leaves them empty.
-void use_tile_textures(Sample& s, const NoiseModel& noise, std::size_t tiles, const std::vector<double>& levels,
-                       const std::vector<std::vector<double>>& semivariances,
-                       const std::vector<std::array<double, 3>>& centres, std::vector<double>& chosen) {
+void use_tile_textures(Sample& s, const NoiseModel& noise, const std::vector<TileBox>& tiles,
+                       const std::vector<double>& levels, const std::vector<std::array<double, 3>>& centres,
+                       const std::vector<float>& padding, std::vector<double>& chosen) {
+  const std::array<double, 4> unit = unit_semivariances(noise);
   std::array<std::vector<double>, 4> by_lag;
-  for (std::size_t t = 0; t < tiles; ++t)
-    for (std::size_t k = 0; k < 4; ++k) {
-      // A tile without semivariances: what the image's model predicts at the tile's level.
-      const double predicted = levels[t] * levels[t] * (1 - noise.correlation(kLagsOfOne[k][0], kLagsOfOne[k][1], 0));
-      by_lag[k].push_back(semivariances[t].empty() ? predicted : semivariances[t][k]);
-    }
-  for (auto& v : by_lag) v = local_levels(centres, v);
-  std::vector<std::array<double, 4>> smoothed(tiles);
-  std::vector<double> changes(tiles);
-  for (std::size_t t = 0; t < tiles; ++t) {
+  for (std::size_t t = 0; t < tiles.size(); ++t) {
+    const auto measured = lag_one_semivariances(s.image.view(), tiles[t], padding);
+    // A tile without semivariances: what the image's model predicts at the tile's level.
+    for (std::size_t k = 0; k < 4; ++k) by_lag[k].push_back(measured ? (*measured)[k] : levels[t] * levels[t] * unit[k]);
+  }
+  for (auto& v : by_lag) v = median_of_nearest(centres, v);
+  std::vector<std::array<double, 4>> smoothed(tiles.size());
+  std::vector<double> changes(tiles.size());
+  for (std::size_t t = 0; t < tiles.size(); ++t) {
     smoothed[t] = {by_lag[0][t], by_lag[1][t], by_lag[2][t], by_lag[3][t]};
-    changes[t] = texture_change(noise, smoothed[t]);
+    changes[t] = texture_change(unit, smoothed[t]);
   }
   if (detail::median(changes) < kLeastTextureChange) return;
   const double gain = pseudo_residual_gain(noise);
-  for (std::size_t t = 0; t < tiles; ++t) {
+  for (std::size_t t = 0; t < tiles.size(); ++t) {
     const double own_gain = pseudo_residual_gain(tile_model(noise, smoothed[t], 1.0));
     const double level = own_gain > 0 ? chosen[t] * std::sqrt(gain / own_gain) : chosen[t];
     s.tile_models.push_back(tile_model(noise, smoothed[t], std::clamp(level, noise.sigma, kMaxTileLevel * noise.sigma)));
     chosen[t] = s.tile_models.back().sigma;
   }
   // Voxels of no tile (a strip under 3 voxels wide): the image's model, at one voxel's lags.
-  std::array<double, 4> predicted{};
-  for (std::size_t k = 0; k < 4; ++k) predicted[k] = 1 - noise.correlation(kLagsOfOne[k][0], kLagsOfOne[k][1], 0);
-  s.tile_models.push_back(tile_model(noise, predicted, noise.sigma));
-  s.tile_of.assign(s.level_at.size(), std::uint32_t(tiles));
+  s.tile_models.push_back(tile_model(noise, unit, noise.sigma));
+  s.tile_of.assign(s.level_at.size(), std::uint32_t(tiles.size()));
 }
 
 // The noise level varies over a reconstruction: highest in the middle of the body, lowest in the
@@ -225,7 +230,7 @@ void use_tile_textures(Sample& s, const NoiseModel& noise, std::size_t tiles, co
 // the sample (about 32 x 32 in-plane, up to 4 slices) reads its robust pseudo-residual sigma,
 // converted by the model's correlation and kept between the model's sigma and kMaxTileLevel x it.
 // - Where the noise varies over the image, the risk is estimated for that variation: each tile
-//   gets its level smoothed over its neighbours (local_levels), used when these span a factor
+//   gets its level smoothed over its neighbours (median_of_nearest), used when these span a factor
 //   kLeastLevelSpread or more. Whole slices with FBP noise were under-smoothed by 3-5 dB with
 //   one level for all.
 // - Otherwise one level for all, the median of the tiles: anatomy inflates a busy tile's
@@ -240,13 +245,8 @@ void measure_level(Sample& s, const NoiseModel& noise, i64 tile_xy) {
   const std::vector<float> padding = std::isnan(noise.excluded_value) ? std::vector<float>{}
                                                                        : std::vector<float>{float(noise.excluded_value)};
   const i64 tz = d.is_2d() ? 1 : std::min<i64>(4, d.nz);
-  struct Tile {
-    i64 x0, y0, z0;
-    Dims size;
-  };
-  std::vector<Tile> tiles;
+  std::vector<TileBox> tiles;
   std::vector<double> levels;
-  std::vector<std::vector<double>> semivariances;  // per tile: at kLagsOfOne, or empty
   std::vector<std::array<double, 3>> centres;
   for (i64 z0 = 0; z0 < d.nz; z0 += tz)
     for (i64 y0 = 0; y0 < d.ny; y0 += tile_xy)
@@ -268,7 +268,6 @@ void measure_level(Sample& s, const NoiseModel& noise, i64 tile_xy) {
         }
         tiles.push_back({x0, y0, z0, size});
         levels.push_back(level);
-        semivariances.push_back(lag_one_semivariances(tile, padding));
         std::array<double, 3> c = s.origin_of(x0, y0, z0);
         c[0] += double(size.nx) / 2, c[1] += double(size.ny) / 2, c[2] += double(size.nz) / 2;
         centres.push_back(c);
@@ -276,20 +275,20 @@ void measure_level(Sample& s, const NoiseModel& noise, i64 tile_xy) {
   if (levels.empty()) return;
   // The smoothed levels where they vary by kLeastLevelSpread or more over the tiles; else (a crop,
   // or noise about as strong everywhere) the median of the tiles, one level for all.
-  std::vector<double> chosen = local_levels(centres, levels);
+  std::vector<double> chosen = median_of_nearest(centres, levels);
   const auto [low, high] = std::minmax_element(chosen.begin(), chosen.end());
   const bool varies = *high >= kLeastLevelSpread * *low;
   if (!varies) {
     std::vector<double> sorted = levels;
     std::fill(chosen.begin(), chosen.end(), detail::median(sorted));
   } else {
-    use_tile_textures(s, noise, tiles.size(), levels, semivariances, centres, chosen);
+    use_tile_textures(s, noise, tiles, levels, centres, padding, chosen);
     s.noise_over_image = s.tile_models.empty() ? "tile levels" : "tile levels and textures";
   }
   double sum2 = 0;
   i64 counted = 0;
   for (std::size_t t = 0; t < tiles.size(); ++t) {
-    const Tile& k = tiles[t];
+    const TileBox& k = tiles[t];
     for (i64 z = 0; z < k.size.nz; ++z)
       for (i64 y = 0; y < k.size.ny; ++y)
         for (i64 x = 0; x < k.size.nx; ++x) {
