@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <future>
 #include <limits>
 #include <map>
 #include <optional>
@@ -50,6 +51,7 @@ struct Sample {
   };
   std::vector<Place> places;
   i64 block = 0, blocks_per_row = 1;
+  i64 tile_xy = 32;  // in-plane size of the tiles whose noise level measure_level reads
   std::array<double, 3> origin_of(i64 x, i64 y, i64 z) const {
     const i64 b = (y / block) * blocks_per_row + x / block;
     const Place& p = places[std::size_t(b)];
@@ -236,7 +238,8 @@ void use_tile_textures(Sample& s, const NoiseModel& noise, const std::vector<Til
 // - Otherwise one level for all, the median of the tiles: anatomy inflates a busy tile's
 //   pseudo-residuals, and per-tile levels over-smoothed crops full of texture (measured: 74 ->
 //   121 of the 405 matrix cases missed the goal, five below the noisy input).
-void measure_level(Sample& s, const NoiseModel& noise, i64 tile_xy) {
+void measure_level(Sample& s, const NoiseModel& noise) {
+  const i64 tile_xy = s.tile_xy;
   const Dims d = s.image.dims();
   s.level = float(noise.sigma);
   s.level_at.assign(std::size_t(d.count()), float(noise.sigma));
@@ -246,32 +249,34 @@ void measure_level(Sample& s, const NoiseModel& noise, i64 tile_xy) {
                                                                        : std::vector<float>{float(noise.excluded_value)};
   const i64 tz = d.is_2d() ? 1 : std::min<i64>(4, d.nz);
   std::vector<TileBox> tiles;
-  std::vector<double> levels;
-  std::vector<std::array<double, 3>> centres;
   for (i64 z0 = 0; z0 < d.nz; z0 += tz)
     for (i64 y0 = 0; y0 < d.ny; y0 += tile_xy)
       for (i64 x0 = 0; x0 < d.nx; x0 += tile_xy) {
         const Dims size{std::min(tile_xy, d.nx - x0), std::min(tile_xy, d.ny - y0), std::min(tz, d.nz - z0)};
         if (size.nx < 3 || size.ny < 3 || (!d.is_2d() && size.nz < 3)) continue;
-        Volume tile(size);
-        for (i64 z = 0; z < size.nz; ++z)
-          for (i64 y = 0; y < size.ny; ++y)
-            for (i64 x = 0; x < size.nx; ++x) tile.view()(x, y, z) = s.image.view()(x0 + x, y0 + y, z0 + z);
-        double level = noise.sigma;
-        try {
-          const NoiseEstimate e = detail::estimate_noise_without(tile.view(), NoiseEstimator::PseudoResidual, padding);
-          if (e.samples * 4 >= size.count()) {
-            level = std::clamp(e.sigma / std::sqrt(gain), noise.sigma, kMaxTileLevel * noise.sigma);
-          }
-        } catch (const Error&) {
-          // too few usable voxels: the model's level
-        }
         tiles.push_back({x0, y0, z0, size});
-        levels.push_back(level);
-        std::array<double, 3> c = s.origin_of(x0, y0, z0);
-        c[0] += double(size.nx) / 2, c[1] += double(size.ny) / 2, c[2] += double(size.nz) / 2;
-        centres.push_back(c);
       }
+  std::vector<double> levels(tiles.size(), noise.sigma);
+  std::vector<std::array<double, 3>> centres(tiles.size());
+  // Each tile on one core (a 3D sample holds a few hundred).
+  cpu::for_each_piece(i64(tiles.size()), 1, 0, [&](i64 t, i64, i64) {
+    const TileBox& k = tiles[std::size_t(t)];
+    Volume tile(k.size);
+    for (i64 z = 0; z < k.size.nz; ++z)
+      for (i64 y = 0; y < k.size.ny; ++y)
+        for (i64 x = 0; x < k.size.nx; ++x) tile.view()(x, y, z) = s.image.view()(k.x0 + x, k.y0 + y, k.z0 + z);
+    try {
+      const NoiseEstimate e = detail::estimate_noise_without(tile.view(), NoiseEstimator::PseudoResidual, padding);
+      if (e.samples * 4 >= k.size.count()) {
+        levels[std::size_t(t)] = std::clamp(e.sigma / std::sqrt(gain), noise.sigma, kMaxTileLevel * noise.sigma);
+      }
+    } catch (const Error&) {
+      // too few usable voxels: the model's level
+    }
+    std::array<double, 3> c = s.origin_of(k.x0, k.y0, k.z0);
+    c[0] += double(k.size.nx) / 2, c[1] += double(k.size.ny) / 2, c[2] += double(k.size.nz) / 2;
+    centres[std::size_t(t)] = c;
+  });
   if (levels.empty()) return;
   // The smoothed levels where they vary by kLeastLevelSpread or more over the tiles; else (a crop,
   // or noise about as strong everywhere) the median of the tiles, one level for all.
@@ -312,7 +317,6 @@ Sample make_sample(ConstVolumeView<float> in, int reach_xy, int reach_z, const N
     for (i64 i = 0; i < d.count(); ++i) s.mask[std::size_t(i)] = usable(in.data[i]) ? 1 : 0;
     s.places = {{0, 0, 0}};
     s.block = std::max(d.nx, d.ny);
-    measure_level(s, noise, 32);
     return s;
   }
   // Blocks wide enough that most of their voxels see a whole window of their own.
@@ -369,10 +373,13 @@ Sample make_sample(ConstVolumeView<float> in, int reach_xy, int reach_z, const N
   s.mask.assign(std::size_t(sd.count()), 0);
   s.block = bxy;
   s.blocks_per_row = gx;
+  // Evenly spaced through the candidates, which run x, then y, then z over the image.
   for (i64 b = 0; b < used; ++b) {
-    // Evenly spaced through the candidates, which run x, then y, then z over the image.
-    const Corner c = candidates[std::size_t(b * i64(candidates.size()) / used)];
+    const Corner& c = candidates[std::size_t(b * i64(candidates.size()) / used)];
     s.places.push_back({c.x, c.y, c.z});
+  }
+  cpu::for_each_piece(used, 1, 0, [&](i64 b, i64, i64) {
+    const auto& c = s.places[std::size_t(b)];
     const i64 tx = (b % gx) * bxy, ty = (b / gx) * bxy;
     for (i64 z = 0; z < bz; ++z)
       for (i64 y = 0; y < bxy; ++y)
@@ -382,8 +389,8 @@ Sample make_sample(ConstVolumeView<float> in, int reach_xy, int reach_z, const N
           s.image.data()[o] = v;
           s.mask[std::size_t(o)] = usable(v) ? 1 : 0;
         }
-  }
-  measure_level(s, noise, bxy);
+  });
+  s.tile_xy = bxy;
   return s;
 }
 
@@ -400,22 +407,24 @@ AutoChoice choose(ConstVolumeView<float> image, const NoiseModel& noise, double 
   if (!(noise.sigma > 0) || !(scale > 0)) {
     invalid(fmt::format("{} auto: the image shows no noise (noise sigma {:.4g}); give a value", what, noise.sigma));
   }
-  const Sample sample = make_sample(image, reach_xy, reach_z, noise);
+  Sample sample = make_sample(image, reach_xy, reach_z, noise);
   const Dims sd = sample.image.dims();
-  // The probe: noise of the model's correlation at the sample's level.
-  Volume b;
-  if (sample.tile_models.empty()) {
-    b = synthesize_noise(noise, sd, 0x5EED, &sample.mask);
-    for (i64 i = 0; i < sd.count(); ++i) b.data()[i] *= float(sample.level_at[std::size_t(i)] / noise.sigma);
-  } else {
-    b = detail::synthesize_noise_by_region(sample.tile_models, sample.tile_of, sd, 0x5EED, &sample.mask);
-  }
+  // The probe: noise of the model's correlation at the sample's level, shaped from white noise
+  // made (on one core, 0.02-0.04 s for a 3D sample) while the tiles' levels are measured.
+  std::future<detail::WhiteNoise> white =
+      std::async(std::launch::async, [&] { return detail::white_noise_for(noise, sd, 0x5EED); });
+  measure_level(sample, noise);
+  const std::vector<NoiseModel> models = sample.tile_models.empty() ? std::vector<NoiseModel>{noise} : sample.tile_models;
+  Volume b = detail::synthesize_noise_by_region(models, sample.tile_of, sd, white.get(), &sample.mask);
   constexpr double kEps = 0.02;  // the probe's size, as a fraction of the noise: small, yet well above float rounding
   Volume perturbed(sd), f0(sd), f1(sd);
   const float* y = sample.image.data();
-  for (i64 i = 0; i < sd.count(); ++i) perturbed.data()[i] = float(y[i] + kEps * b.data()[i]);
-  i64 counted = 0;
-  for (unsigned char m : sample.mask) counted += m;
+  const bool scaled = sample.tile_models.empty();
+  const i64 counted = i64(cpu::sum_in_pieces<1>(sd.count(), [&](i64 i, std::array<double, 1>& n) {
+    if (scaled) b.data()[i] *= float(sample.level_at[std::size_t(i)] / noise.sigma);
+    perturbed.data()[i] = float(y[i] + kEps * b.data()[i]);
+    n[0] += sample.mask[std::size_t(i)];
+  })[0]);
   if (counted < 16) invalid(fmt::format("{} auto: too few usable voxels to estimate the filter strength", what));
   const double c0 = double(sample.level) * sample.level;
   const double sample_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -447,13 +456,12 @@ AutoChoice choose(ConstVolumeView<float> image, const NoiseModel& noise, double 
     filter(sample.image.view(), f0.view(), value);
     filter(perturbed.view(), f1.view(), value);
     filter_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - filter_start).count();
-    double residual = 0, divergence = 0;
-    for (i64 i = 0; i < sd.count(); ++i) {
-      if (!sample.mask[std::size_t(i)]) continue;
+    const auto [residual, divergence] = cpu::sum_in_pieces<2>(sd.count(), [&](i64 i, std::array<double, 2>& s) {
+      if (!sample.mask[std::size_t(i)]) return;
       const double r = double(f0.data()[i]) - y[i];
-      residual += r * r;
-      divergence += double(b.data()[i]) * (double(f1.data()[i]) - f0.data()[i]);
-    }
+      s[0] += r * r;
+      s[1] += double(b.data()[i]) * (double(f1.data()[i]) - f0.data()[i]);
+    });
     terms[k] = {residual / double(counted), divergence / kEps / double(counted)};
   };
   // Coarse steps of 2x, extended while the least risk sits at an end, then half steps around it.

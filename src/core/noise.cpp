@@ -131,10 +131,12 @@ NoiseEstimate detail::estimate_noise_without(ConstVolumeView<float> in, NoiseEst
     });
   }
   std::vector<double> values(samples.size()), ranges(samples.size());
-  for (std::size_t i = 0; i < samples.size(); ++i) {
-    values[i] = samples[i].value;
-    ranges[i] = samples[i].range;
-  }
+  cpu::for_each_piece(i64(samples.size()), i64(1) << 16, 0, [&](i64, i64 begin, i64 end) {
+    for (i64 i = begin; i < end; ++i) {
+      values[std::size_t(i)] = samples[std::size_t(i)].value;
+      ranges[std::size_t(i)] = samples[std::size_t(i)].range;
+    }
+  });
   if (values.size() < 16) {
     throw Error(ErrorKind::InvalidArgument,
                 fmt::format("too few usable voxels to estimate noise ({} residuals from a {}x{}x{} image)",

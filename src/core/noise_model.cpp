@@ -641,6 +641,9 @@ namespace {
 // periodic grid is the Fourier series of C (real: C is even); negative values, where the measured
 // C is not quite a covariance, are set to 0. The kernel is the inverse transform of its square
 // root, cut at kr voxels (krz across slices) and scaled back to the variance the cut lost.
+constexpr int kShapingMarginXy = 3;  // in-plane reach of a kernel beyond the model's lags
+constexpr int kShapingReachZ = 2;    // its reach across slices (0 for 2D noise)
+
 struct ShapingKernel {
   int kr = 0, krz = 0;
   std::vector<double> taps;  // (2 krz + 1) x (2 kr + 1)^2, x fastest
@@ -649,8 +652,8 @@ struct ShapingKernel {
 ShapingKernel shaping_kernel(const NoiseModel& m, bool flat) {
   const int gxy = 32, gz = flat ? 1 : 8;
   ShapingKernel k;
-  k.kr = m.radius_xy + 3;
-  k.krz = flat ? 0 : 2;
+  k.kr = m.radius_xy + kShapingMarginXy;
+  k.krz = flat ? 0 : kShapingReachZ;
   const int rx = m.radius_xy, rz = flat ? 0 : m.radius_z;
   const int cw = 2 * rx + 1, cwz = 2 * rz + 1;
   std::vector<double> covariance(std::size_t(cw * cw * cwz));
@@ -682,8 +685,27 @@ ShapingKernel shaping_kernel(const NoiseModel& m, bool flat) {
 
 namespace detail {
 
+WhiteNoise white_noise_for(const NoiseModel& lags, const Dims& dims, std::uint64_t seed) {
+  WhiteNoise white;
+  const bool flat = dims.is_2d() || lags.radius_z == 0;
+  const int kr = lags.radius_xy + kShapingMarginXy, krz = flat ? 0 : kShapingReachZ;
+  white.reach_xy = kr;
+  white.reach_z = krz;
+  white.values.resize(std::size_t((dims.nx + 2 * kr) * (dims.ny + 2 * kr) * (dims.nz + 2 * krz)));
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  for (float& v : white.values) v = float(normal(rng));
+  return white;
+}
+
 Volume synthesize_noise_by_region(const std::vector<NoiseModel>& models, const std::vector<std::uint32_t>& region,
                                   const Dims& dims, std::uint64_t seed, const std::vector<unsigned char>* mask) {
+  if (models.empty()) throw Error(ErrorKind::InvalidArgument, "synthesize_noise: at least one model");
+  return synthesize_noise_by_region(models, region, dims, white_noise_for(models[0], dims, seed), mask);
+}
+
+Volume synthesize_noise_by_region(const std::vector<NoiseModel>& models, const std::vector<std::uint32_t>& region,
+                                  const Dims& dims, const WhiteNoise& white_noise, const std::vector<unsigned char>* mask) {
   if (mask != nullptr && i64(mask->size()) != dims.count()) {
     throw Error(ErrorKind::InvalidArgument, "synthesize_noise: the mask must have one entry per voxel");
   }
@@ -703,14 +725,14 @@ Volume synthesize_noise_by_region(const std::vector<NoiseModel>& models, const s
     for (i64 k = begin; k < end; ++k) kernels[std::size_t(k)] = shaping_kernel(models[std::size_t(k)], flat);
   });
   const int kr = kernels[0].kr, krz = kernels[0].krz, kw = 2 * kr + 1, kwz = 2 * krz + 1;
-
-  // White noise on the volume grown by the kernel's reach, then shaped: one field under every
-  // region, so that the noise runs on across their borders.
-  const i64 wx = dims.nx + 2 * kr, wy = dims.ny + 2 * kr, wz = dims.nz + 2 * krz;
-  std::vector<float> white(std::size_t(wx * wy * wz));
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> normal(0.0, 1.0);
-  for (float& v : white) v = float(normal(rng));
+  if (white_noise.reach_xy != kr || white_noise.reach_z != krz ||
+      i64(white_noise.values.size()) != (dims.nx + 2 * kr) * (dims.ny + 2 * kr) * (dims.nz + 2 * krz)) {
+    throw Error(ErrorKind::InvalidArgument, "synthesize_noise: the white noise was made for other lags or dimensions");
+  }
+  // The white noise covers the volume grown by the kernel's reach: one field under every region,
+  // so that the noise runs on across their borders.
+  const i64 wx = dims.nx + 2 * kr, wy = dims.ny + 2 * kr;
+  const std::vector<float>& white = white_noise.values;
   Volume out(dims);
   // Row by row, each tap added to a run of voxels of one region at once (vectorised along x; each
   // voxel's sum still runs over the taps in the same order): a voxel at a time, the adds of its

@@ -7,6 +7,7 @@
 #include <ctdenoise/volume.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -108,22 +109,21 @@ inline double median(std::vector<double>& v) { return kth_smallest(v, v.size() /
 // 1.4826 x MAD, then refined as the standard deviation of the residuals within 3 sigma of the
 // median (corrected for that truncation): the MAD alone drifts up when edges add outliers.
 inline double robust_sigma(std::vector<double> values) {
+  using i64 = std::int64_t;
   const double m = median(values);
+  const i64 n = i64(values.size());
   std::vector<double> deviations(values.size());
-  for (std::size_t i = 0; i < values.size(); ++i) deviations[i] = std::fabs(values[i] - m);
+  cpu::for_each_piece(n, i64(1) << 16, 0, [&](i64, i64 begin, i64 end) {
+    for (i64 i = begin; i < end; ++i) deviations[std::size_t(i)] = std::fabs(values[std::size_t(i)] - m);
+  });
   double sigma = 1.4826 * median(deviations);
   constexpr double kTruncatedStd = 0.986581;  // std of a unit normal cut at +-3
   for (int iteration = 0; iteration < 3 && sigma > 0; ++iteration) {
-    double sum2 = 0;
-    std::size_t kept = 0;
-    for (double v : values) {
-      const double dv = v - m;
-      if (std::fabs(dv) <= 3 * sigma) {
-        sum2 += dv * dv;
-        ++kept;
-      }
-    }
-    sigma = std::sqrt(sum2 / double(kept)) / kTruncatedStd;
+    const auto [sum2, kept] = cpu::sum_in_pieces<2>(n, [&](i64 i, std::array<double, 2>& s) {
+      const double dv = values[std::size_t(i)] - m;
+      if (std::fabs(dv) <= 3 * sigma) s[0] += dv * dv, s[1] += 1;
+    });
+    sigma = std::sqrt(sum2 / kept) / kTruncatedStd;
   }
   return sigma;
 }

@@ -4,6 +4,7 @@
 // gives the same result whatever the thread count.
 
 #include <algorithm>
+#include <array>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -61,6 +62,24 @@ std::int64_t for_each_piece(std::int64_t n, std::int64_t piece, int threads, Bod
     for (std::int64_t i = first; i < last; ++i) body(i, i * piece, std::min(n, (i + 1) * piece));
   });
   return pieces;
+}
+
+// Sums of N terms over [0, n): body(i, sums) adds index i's terms to `sums`, in pieces of 2^16
+// indices on all cores; the pieces' sums are added in order, so the result does not depend on the
+// thread count (below 2^16 indices, the serial order).
+template <std::size_t N, class Body>
+std::array<double, N> sum_in_pieces(std::int64_t n, Body&& body) {
+  constexpr std::int64_t kPiece = std::int64_t(1) << 16;
+  std::vector<std::array<double, N>> parts(std::size_t(std::max<std::int64_t>(0, (n + kPiece - 1) / kPiece)));
+  for_each_piece(n, kPiece, 0, [&](std::int64_t piece, std::int64_t begin, std::int64_t end) {
+    std::array<double, N> sums{};
+    for (std::int64_t i = begin; i < end; ++i) body(i, sums);
+    parts[std::size_t(piece)] = sums;
+  });
+  std::array<double, N> total{};
+  for (const auto& part : parts)
+    for (std::size_t k = 0; k < N; ++k) total[k] += part[k];
+  return total;
 }
 
 }  // namespace ctd::cpu

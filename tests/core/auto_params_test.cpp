@@ -148,6 +148,16 @@ TEST(NoiseModel, NoiseSynthesisedByRegionHasEachRegionsCovariance) {
   wider.covariance[12] = 100;
   EXPECT_TRUE(testing_util::throws_kind([&] { ctd::detail::synthesize_noise_by_region({model(10, 0, 0), wider}, region, d, 1); },
                                         ctd::ErrorKind::InvalidArgument));
+  // White noise made ahead gives the same noise as the seed it was made from, and is refused for
+  // other lags or dimensions.
+  const ctd::detail::WhiteNoise white = ctd::detail::white_noise_for(model(10, 0, 0), d, 13);
+  const ctd::Volume again = ctd::detail::synthesize_noise_by_region({model(10, 0.5, 0), model(30, 0, 0.5)}, region, d, white);
+  EXPECT_TRUE(std::equal(n.data(), n.data() + d.count(), again.data()));
+  EXPECT_TRUE(testing_util::throws_kind([&] { ctd::detail::synthesize_noise_by_region({wider}, {}, d, white); },
+                                        ctd::ErrorKind::InvalidArgument));
+  EXPECT_TRUE(testing_util::throws_kind(
+      [&] { ctd::detail::synthesize_noise_by_region({model(10, 0, 0)}, {}, ctd::Dims{d.nx, d.ny - 1, 1}, white); },
+      ctd::ErrorKind::InvalidArgument));
 }
 
 TEST(NoiseModel, WithoutFlatRegionsItFallsBackToWhiteNoiseOfThePseudoResidualSigma) {
