@@ -306,11 +306,42 @@ void measure_level(Sample& s, const NoiseModel& noise) {
   if (counted > 0) s.level = float(std::sqrt(sum2 / double(counted)));
 }
 
-Sample make_sample(ConstVolumeView<float> in, int reach_xy, int reach_z, const NoiseModel& noise) {
+// The sample's blocks: their size, and how many make_sample takes where the image has enough
+// candidates (whole: the image itself is the sample).
+struct SampleLayout {
+  bool whole = true;
+  i64 bxy = 0, bz = 0, wanted = 0;
+  // The sample's size with `count` blocks: as square an arrangement as fits.
+  Dims dims(i64 count) const {
+    const i64 gx = std::max<i64>(1, i64(std::floor(std::sqrt(double(count)))));
+    const i64 gy = std::max<i64>(1, count / gx);
+    return {gx * bxy, gy * bxy, bz};
+  }
+};
+
+SampleLayout sample_layout(const Dims& d, int reach_xy, int reach_z) {
+  SampleLayout l;
+  if (d.count() <= kAutoSampleVoxels) return l;
+  l.whole = false;
+  // Blocks wide enough that most of their voxels see a whole window of their own.
+  l.bxy = std::min({std::clamp<i64>(3 * i64(reach_xy), 32, 64), d.nx, d.ny});
+  l.bz = d.is_2d() ? 1 : std::min<i64>(std::clamp<i64>(2 * i64(reach_z) + 2, 6, 16), d.nz);
+  // kAutoSampleVoxels, but at least kLeastSampleBlocks blocks where they are at most an eighth of
+  // the image. In 3D a block is 6-16 slices deep, and 2^17 voxels held 12 blocks of a 512 x 512
+  // x 20 volume at search radius 3, too few for a body whose noise changes several fold across
+  // it (NLM up to 7.7 dB under-smoothed on that volume with FBP noise; with 64 blocks within
+  // 0.81 dB). The eighth bounds the cost: the 14-18 filter runs of the choice then cost about two
+  // runs on the whole image.
+  const i64 block_voxels = l.bxy * l.bxy * l.bz;
+  l.wanted = std::max({i64(1), kAutoSampleVoxels / block_voxels, std::min(kLeastSampleBlocks, d.count() / (8 * block_voxels))});
+  return l;
+}
+
+Sample make_sample(ConstVolumeView<float> in, const SampleLayout& layout, const NoiseModel& noise) {
   const Dims d = in.dims;
   auto usable = [&](float v) { return std::isfinite(v) && !(v == float(noise.excluded_value)); };
   Sample s;
-  if (d.count() <= kAutoSampleVoxels) {
+  if (layout.whole) {
     s.image = Volume(d);
     std::copy(in.data, in.data + d.count(), s.image.data());
     s.mask.resize(std::size_t(d.count()));
@@ -319,9 +350,7 @@ Sample make_sample(ConstVolumeView<float> in, int reach_xy, int reach_z, const N
     s.block = std::max(d.nx, d.ny);
     return s;
   }
-  // Blocks wide enough that most of their voxels see a whole window of their own.
-  const i64 bxy = std::min({std::clamp<i64>(3 * i64(reach_xy), 32, 64), d.nx, d.ny});
-  const i64 bz = d.is_2d() ? 1 : std::min<i64>(std::clamp<i64>(2 * i64(reach_z) + 2, 6, 16), d.nz);
+  const i64 bxy = layout.bxy, bz = layout.bz;
   struct Corner {
     i64 x, y, z;
   };
@@ -355,20 +384,9 @@ Sample make_sample(ConstVolumeView<float> in, int reach_xy, int reach_z, const N
     if (candidate[std::size_t(block)]) candidates.push_back(corner(block));
   }
   if (candidates.empty()) invalid("the image has no region free of padding to estimate the filter strength on");
-  // kAutoSampleVoxels, but at least kLeastSampleBlocks blocks where they are at most an eighth of
-  // the image. In 3D a block is 6-16 slices deep, and 2^17 voxels held 12 blocks of a 512 x 512
-  // x 20 volume at search radius 3, too few for a body whose noise changes several fold across
-  // it (NLM up to 7.7 dB under-smoothed on that volume with FBP noise; with 64 blocks within
-  // 0.81 dB). The eighth bounds the cost: the 14-18 filter runs of the choice then cost about two
-  // runs on the whole image.
-  const i64 block_voxels = bxy * bxy * bz;
-  const i64 wanted = std::max({i64(1), kAutoSampleVoxels / block_voxels,
-                               std::min(kLeastSampleBlocks, d.count() / (8 * block_voxels))});
-  const i64 count = std::min<i64>(wanted, i64(candidates.size()));
-  const i64 gx = std::max<i64>(1, i64(std::floor(std::sqrt(double(count)))));
-  const i64 gy = std::max<i64>(1, count / gx);
-  const i64 used = gx * gy;
-  const Dims sd{gx * bxy, gy * bxy, bz};
+  const i64 count = std::min<i64>(layout.wanted, i64(candidates.size()));
+  const Dims sd = layout.dims(count);
+  const i64 gx = sd.nx / bxy, used = gx * (sd.ny / bxy);
   s.image = Volume(sd);
   s.mask.assign(std::size_t(sd.count()), 0);
   s.block = bxy;
@@ -407,15 +425,18 @@ AutoChoice choose(ConstVolumeView<float> image, const NoiseModel& noise, double 
   if (!(noise.sigma > 0) || !(scale > 0)) {
     invalid(fmt::format("{} auto: the image shows no noise (noise sigma {:.4g}); give a value", what, noise.sigma));
   }
-  Sample sample = make_sample(image, reach_xy, reach_z, noise);
-  const Dims sd = sample.image.dims();
   // The probe: noise of the model's correlation at the sample's level, shaped from white noise
-  // made (on one core, 0.02-0.04 s for a 3D sample) while the tiles' levels are measured.
-  std::future<detail::WhiteNoise> white =
-      std::async(std::launch::async, [&] { return detail::white_noise_for(noise, sd, 0x5EED); });
+  // drawn (on one core, 0.03-0.04 s for a 3D sample) while the sample is taken and its tiles'
+  // levels measured: enough for the largest sample, of which the sample takes the first values.
+  const SampleLayout layout = sample_layout(image.dims, reach_xy, reach_z);
+  const std::size_t normals = detail::white_noise_size(noise, layout.whole ? image.dims : layout.dims(layout.wanted));
+  std::future<std::vector<float>> drawn = std::async(std::launch::async, [&] { return detail::unit_normals(0x5EED, normals); });
+  Sample sample = make_sample(image, layout, noise);
+  const Dims sd = sample.image.dims();
   measure_level(sample, noise);
+  const detail::WhiteNoise white = detail::white_noise_for(noise, sd, 0x5EED, drawn.get());
   const std::vector<NoiseModel> models = sample.tile_models.empty() ? std::vector<NoiseModel>{noise} : sample.tile_models;
-  Volume b = detail::synthesize_noise_by_region(models, sample.tile_of, sd, white.get(), &sample.mask);
+  Volume b = detail::synthesize_noise_by_region(models, sample.tile_of, sd, white, &sample.mask);
   constexpr double kEps = 0.02;  // the probe's size, as a fraction of the noise: small, yet well above float rounding
   Volume perturbed(sd), f0(sd), f1(sd);
   const float* y = sample.image.data();

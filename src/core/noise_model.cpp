@@ -652,7 +652,7 @@ struct ShapingKernel {
 ShapingKernel shaping_kernel(const NoiseModel& m, bool flat) {
   const int gxy = 32, gz = flat ? 1 : 8;
   ShapingKernel k;
-  k.kr = m.radius_xy + kShapingMarginXy;
+  k.kr = m.radius_xy + kShapingMarginXy;  // shaping_reach
   k.krz = flat ? 0 : kShapingReachZ;
   const int rx = m.radius_xy, rz = flat ? 0 : m.radius_z;
   const int cw = 2 * rx + 1, cwz = 2 * rz + 1;
@@ -685,16 +685,41 @@ ShapingKernel shaping_kernel(const NoiseModel& m, bool flat) {
 
 namespace detail {
 
-WhiteNoise white_noise_for(const NoiseModel& lags, const Dims& dims, std::uint64_t seed) {
-  WhiteNoise white;
+namespace {
+
+// The reach of the kernels that shape noise of these lags on an image of these dimensions.
+std::array<int, 2> shaping_reach(const NoiseModel& lags, const Dims& dims) {
   const bool flat = dims.is_2d() || lags.radius_z == 0;
-  const int kr = lags.radius_xy + kShapingMarginXy, krz = flat ? 0 : kShapingReachZ;
-  white.reach_xy = kr;
-  white.reach_z = krz;
-  white.values.resize(std::size_t((dims.nx + 2 * kr) * (dims.ny + 2 * kr) * (dims.nz + 2 * krz)));
+  return {lags.radius_xy + kShapingMarginXy, flat ? 0 : kShapingReachZ};
+}
+
+}  // namespace
+
+std::size_t white_noise_size(const NoiseModel& lags, const Dims& dims) {
+  const auto [kr, krz] = shaping_reach(lags, dims);
+  return std::size_t((dims.nx + 2 * kr) * (dims.ny + 2 * kr) * (dims.nz + 2 * krz));
+}
+
+std::vector<float> unit_normals(std::uint64_t seed, std::size_t count) {
+  std::vector<float> values(count);
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> normal(0.0, 1.0);
-  for (float& v : white.values) v = float(normal(rng));
+  for (float& v : values) v = float(normal(rng));
+  return values;
+}
+
+WhiteNoise white_noise_for(const NoiseModel& lags, const Dims& dims, std::uint64_t seed, std::vector<float> drawn_ahead) {
+  WhiteNoise white;
+  const auto [kr, krz] = shaping_reach(lags, dims);
+  white.reach_xy = kr;
+  white.reach_z = krz;
+  const std::size_t size = white_noise_size(lags, dims);
+  if (drawn_ahead.size() >= size) {
+    drawn_ahead.resize(size);
+    white.values = std::move(drawn_ahead);
+  } else {
+    white.values = unit_normals(seed, size);
+  }
   return white;
 }
 

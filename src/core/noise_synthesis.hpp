@@ -17,7 +17,12 @@ struct WhiteNoise {
   int reach_xy = 0, reach_z = 0;
   std::vector<float> values;  // (nx + 2 reach_xy) x (ny + 2 reach_xy) x (nz + 2 reach_z), x fastest
 };
-WhiteNoise white_noise_for(const NoiseModel& lags, const Dims& dims, std::uint64_t seed);
+// From `drawn_ahead`, the first values of unit_normals(seed, ...), where it holds enough
+// (white_noise_size); else drawn anew.
+WhiteNoise white_noise_for(const NoiseModel& lags, const Dims& dims, std::uint64_t seed, std::vector<float> drawn_ahead = {});
+std::size_t white_noise_size(const NoiseModel& lags, const Dims& dims);
+// The stream of unit normal values white_noise_for lays out: its first `count` values for a seed.
+std::vector<float> unit_normals(std::uint64_t seed, std::size_t count);
 
 // Voxel i gets noise of models[region[i]]'s covariance (an empty `region`: models[0] everywhere),
 // shaped from one white-noise field (white_noise_for models[0], dims and the seed), so that the

@@ -153,6 +153,12 @@ TEST(NoiseModel, NoiseSynthesisedByRegionHasEachRegionsCovariance) {
   const ctd::detail::WhiteNoise white = ctd::detail::white_noise_for(model(10, 0, 0), d, 13);
   const ctd::Volume again = ctd::detail::synthesize_noise_by_region({model(10, 0.5, 0), model(30, 0, 0.5)}, region, d, white);
   EXPECT_TRUE(std::equal(n.data(), n.data() + d.count(), again.data()));
+  // Drawn ahead for a larger image, the stream's first values are the same field; too few are drawn anew.
+  const std::size_t size = ctd::detail::white_noise_size(model(10, 0, 0), d);
+  for (const std::size_t drawn : {size + 1000, size - 1}) {
+    const auto ahead = ctd::detail::white_noise_for(model(10, 0, 0), d, 13, ctd::detail::unit_normals(13, drawn));
+    EXPECT_EQ(ahead.values, white.values) << drawn;
+  }
   EXPECT_TRUE(testing_util::throws_kind([&] { ctd::detail::synthesize_noise_by_region({wider}, {}, d, white); },
                                         ctd::ErrorKind::InvalidArgument));
   EXPECT_TRUE(testing_util::throws_kind(
