@@ -1,6 +1,6 @@
 // Noise whose covariance changes over the volume, region by region (src/core/noise_model.cpp):
 // the probe of the automatic parameters where a reconstruction's noise texture varies over the
-// image (docs/parameters.md, "The level and the texture").
+// image (docs/parameters.md, "The level" under "The strength").
 #pragma once
 
 #include <ctdenoise/noise.hpp>
