@@ -145,7 +145,7 @@ std::optional<Semivariances> tile_semivariances(ConstVolumeView<float> image, co
 // correlation at one voxel, taken from the image's model (it does not change where the texture
 // only turns or stretches): at kTileLags the correlations 1 - semivariance / that variance, so
 // that their spread over the directions and lags is the tile's own; across slices the image's
-// model's correlation; 0 at the other lags. (With the lags of one voxel alone, smooth Hann FBP
+// model's correlation times the in-plane one; 0 at the other lags. (With the lags of one voxel alone, smooth Hann FBP
 // noise, correlated 0.5-0.8 two and three voxels along the body's streaks, was under-smoothed by up
 // to 1 dB on a whole slice and 2 dB on a whole volume.)
 NoiseModel tile_model(const NoiseModel& image, const Semivariances& semivariance, double level) {
@@ -168,9 +168,17 @@ NoiseModel tile_model(const NoiseModel& image, const Semivariances& semivariance
     set(dx, dy, 0, rho * c0);
     set(-dx, -dy, 0, rho * c0);
   }
+  // Across slices: the image's model's correlation, times the tile's own in-plane correlation
+  // where the lag also moves in-plane (noise reconstructed slice by slice and then filtered or
+  // overlapped along z is separable so).
   for (int dz = 1; dz <= rz; ++dz) {
-    set(0, 0, dz, image.correlation(0, 0, dz) * c0);
-    set(0, 0, -dz, image.correlation(0, 0, -dz) * c0);
+    const double along_z = image.correlation(0, 0, dz);
+    for (int dy = -r; dy <= r; ++dy)
+      for (int dx = -r; dx <= r; ++dx) {
+        const double in_plane = m.covariance[std::size_t((rz * w + dy + r) * w + dx + r)] / c0;
+        set(dx, dy, dz, along_z * in_plane * c0);
+        set(-dx, -dy, -dz, along_z * in_plane * c0);
+      }
   }
   m.sigma = level;
   return m;
