@@ -1,4 +1,4 @@
-// Noise whose covariance changes over the volume, region by region (src/core/noise_model.cpp):
+// Noise whose covariance changes over the volume, region by region (src/core/noise_synthesis.cpp):
 // the probe of the automatic parameters where a reconstruction's noise texture varies over the
 // image (docs/parameters.md, "The level" under "The strength").
 #pragma once
