@@ -1,0 +1,66 @@
+// The sample the automatic parameters estimate their risk on, and the noise level (and texture)
+// over it (src/core/auto_sample.cpp; docs/parameters.md, "The strength").
+#pragma once
+
+#include <ctdenoise/noise.hpp>
+#include <ctdenoise/volume.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+namespace ctd::detail {
+
+// The part of the image the risk is estimated on: the image itself when small, else blocks
+// spread evenly over it (those mostly free of padding), tiled side by side in-plane. `mask` is 1
+// on voxels that count (not padding, finite).
+struct Sample {
+  Volume image;
+  std::vector<unsigned char> mask;
+  float level = 0;  // the noise sigma the risk is estimated for: the root mean square of level_at
+  std::vector<float> level_at;  // per voxel of the sample (see measure_level)
+  // Where the noise varies over the image: each tile's own model (its level and texture) and the
+  // tile of each voxel; else empty (the image's model at level_at).
+  std::vector<NoiseModel> tile_models;
+  std::vector<std::uint32_t> tile_of;
+  const char* noise_over_image = "one level";  // AutoChoice::noise_over_image
+  // Where the sample's voxels lie in the image: (x, y, z) of sample voxel (0, 0, 0) of each block
+  // of `block` voxels in-plane, blocks running x then y (the image itself: one block at 0).
+  struct Place {
+    std::int64_t x, y, z;
+  };
+  std::vector<Place> places;
+  std::int64_t block = 0, blocks_per_row = 1;
+  std::int64_t tile_xy = 32;  // in-plane size of the tiles whose noise level measure_level reads
+  std::array<double, 3> origin_of(std::int64_t x, std::int64_t y, std::int64_t z) const {
+    const std::int64_t b = (y / block) * blocks_per_row + x / block;
+    const Place& p = places[std::size_t(b)];
+    return {double(p.x + x % block), double(p.y + y % block), double(p.z + z)};
+  }
+};
+
+// The sample's blocks: their size, and how many make_sample takes where the image has enough
+// candidates (whole: the image itself is the sample).
+struct SampleLayout {
+  bool whole = true;
+  std::int64_t bxy = 0, bz = 0, wanted = 0;
+  // The sample's size with `count` blocks: as square an arrangement as fits.
+  Dims dims(std::int64_t count) const {
+    const std::int64_t gx = std::max<std::int64_t>(1, std::int64_t(std::floor(std::sqrt(double(count)))));
+    const std::int64_t gy = std::max<std::int64_t>(1, count / gx);
+    return {gx * bxy, gy * bxy, bz};
+  }
+};
+SampleLayout sample_layout(const Dims& d, int reach_xy, int reach_z);
+
+// The image's blocks (or the image itself) copied side by side, with the mask; the noise level is
+// left at its defaults until measure_level.
+Sample make_sample(ConstVolumeView<float> in, const SampleLayout& layout, const NoiseModel& noise);
+
+// Sets the sample's level (and, where the noise varies over the image, each tile's level and
+// model) from the tiles' pseudo-residual sigma and semivariances.
+void measure_level(Sample& s, const NoiseModel& noise);
+
+}  // namespace ctd::detail
