@@ -52,8 +52,9 @@ AutoChoice choose(ConstVolumeView<float> image, const NoiseModel& noise, double 
   const Dims sd = sample.image.dims();
   detail::measure_level(sample, noise);
   const detail::WhiteNoise white = detail::white_noise_for(noise, sd, 0x5EED, drawn.get());
-  const std::vector<NoiseModel> models = sample.tile_models.empty() ? std::vector<NoiseModel>{noise} : sample.tile_models;
-  Volume b = detail::synthesize_noise_by_region(models, sample.tile_of, sd, white, &sample.mask);
+  const std::vector<NoiseModel> image_model{noise};
+  Volume b = detail::synthesize_noise_by_region(sample.tile_models.empty() ? image_model : sample.tile_models, sample.tile_of,
+                                                sd, white, &sample.mask);
   constexpr double kEps = 0.02;  // the probe's size, as a fraction of the noise: small, yet well above float rounding
   Volume perturbed(sd), f0(sd), f1(sd);
   const float* y = sample.image.data();

@@ -139,7 +139,7 @@ NoiseModel tile_model(const NoiseModel& image, const Semivariances& semivariance
     const double along_z = image.correlation(0, 0, dz);
     for (int dy = -r; dy <= r; ++dy)
       for (int dx = -r; dx <= r; ++dx) {
-        const double in_plane = m.covariance[std::size_t((rz * w + dy + r) * w + dx + r)] / c0;
+        const double in_plane = m.covariance_at(dx, dy, 0) / c0;
         set(dx, dy, dz, along_z * in_plane * c0);
         set(-dx, -dy, -dz, along_z * in_plane * c0);
       }

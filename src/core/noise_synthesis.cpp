@@ -71,23 +71,26 @@ std::vector<double> cosine_series(const std::vector<double>& in, std::array<int,
 
 namespace {
 
-// The kernel that shapes white noise into noise of m's covariance: the noise power spectrum on a
-// periodic grid is the Fourier series of C (real: C is even); negative values, where the measured
-// C is not quite a covariance, are set to 0. The kernel is the inverse transform of its square
-// root, cut at kr voxels (krz across slices) and scaled back to the variance the cut lost.
 constexpr int kShapingMarginXy = 3;  // in-plane reach of a kernel beyond the model's lags
 constexpr int kShapingReachZ = 2;    // its reach across slices (0 for 2D noise)
 
-struct ShapingKernel {
-  int kr = 0, krz = 0;
-  std::vector<double> taps;  // (2 krz + 1) x (2 kr + 1)^2, x fastest
-};
+// The reach (in-plane, across slices) of the kernels that shape noise of these lags on an image
+// of these dimensions.
+std::array<int, 2> shaping_reach(const NoiseModel& lags, const Dims& dims) {
+  const bool flat = dims.is_2d() || lags.radius_z == 0;
+  return {lags.radius_xy + kShapingMarginXy, flat ? 0 : kShapingReachZ};
+}
 
-ShapingKernel shaping_kernel(const NoiseModel& m, bool flat) {
+// The kernel that shapes white noise into noise of m's covariance: the noise power spectrum on a
+// periodic grid is the Fourier series of C (real: C is even); negative values, where the measured
+// C is not quite a covariance, are set to 0. The kernel is the inverse transform of its square
+// root, cut at `reach` (shaping_reach; 0 across slices: 2D noise) and scaled back to the variance
+// the cut lost. Taps (2 reach_z + 1) x (2 reach_xy + 1)^2, x fastest, in single precision (the
+// probe is stored so).
+std::vector<float> shaping_kernel(const NoiseModel& m, std::array<int, 2> reach) {
+  const int kr = reach[0], krz = reach[1];
+  const bool flat = krz == 0;
   const int gxy = 32, gz = flat ? 1 : 8;
-  ShapingKernel k;
-  k.kr = m.radius_xy + kShapingMarginXy;  // shaping_reach
-  k.krz = flat ? 0 : kShapingReachZ;
   const int rx = m.radius_xy, rz = flat ? 0 : m.radius_z;
   const int cw = 2 * rx + 1, cwz = 2 * rz + 1;
   std::vector<double> covariance(std::size_t(cw * cw * cwz));
@@ -102,32 +105,23 @@ ShapingKernel shaping_kernel(const NoiseModel& m, bool flat) {
     power_sum += p;
     amplitude[i] = std::sqrt(p);
   }
-  const int kw = 2 * k.kr + 1, kwz = 2 * k.krz + 1;
-  k.taps = cosine_series(amplitude, {0, 0, 0}, {gxy, gxy, gz}, {-k.kr, -k.kr, -k.krz}, {kw, kw, kwz}, {gxy, gxy, gz});
+  const int kw = 2 * kr + 1, kwz = 2 * krz + 1;
+  std::vector<double> taps = cosine_series(amplitude, {0, 0, 0}, {gxy, gxy, gz}, {-kr, -kr, -krz}, {kw, kw, kwz}, {gxy, gxy, gz});
   double kernel_energy = 0;
-  for (double& t : k.taps) {
+  for (double& t : taps) {
     t /= double(gxy * gxy * gz);
     kernel_energy += t * t;
   }
   const double target = power_sum / double(gxy * gxy * gz);
   const double gain = kernel_energy > 0 ? std::sqrt(target / kernel_energy) : 0;
-  for (double& t : k.taps) t *= gain;
-  return k;
+  std::vector<float> out(taps.size());
+  for (std::size_t i = 0; i < taps.size(); ++i) out[i] = float(taps[i] * gain);
+  return out;
 }
 
 }  // namespace
 
 namespace detail {
-
-namespace {
-
-// The reach of the kernels that shape noise of these lags on an image of these dimensions.
-std::array<int, 2> shaping_reach(const NoiseModel& lags, const Dims& dims) {
-  const bool flat = dims.is_2d() || lags.radius_z == 0;
-  return {lags.radius_xy + kShapingMarginXy, flat ? 0 : kShapingReachZ};
-}
-
-}  // namespace
 
 std::size_t white_noise_size(const NoiseModel& lags, const Dims& dims) {
   const auto [kr, krz] = shaping_reach(lags, dims);
@@ -171,33 +165,30 @@ Volume synthesize_noise_by_region(const std::vector<NoiseModel>& models, const s
   if (models.empty() || (!region.empty() && i64(region.size()) != dims.count())) {
     throw Error(ErrorKind::InvalidArgument, "synthesize_noise: one region per voxel and at least one model");
   }
-  const bool flat = dims.is_2d() || models[0].radius_z == 0;
   for (const NoiseModel& m : models) {
     if (m.radius_xy != models[0].radius_xy || m.radius_z != models[0].radius_z) {
       throw Error(ErrorKind::InvalidArgument, "synthesize_noise: the regions' models must have the same lags");
     }
   }
-  cpu::ThreadPool pool(cpu::hardware_threads());
-  // One kernel per region, on all cores (a 3D sample's ~200 tile models took 0.5 s on one).
-  std::vector<ShapingKernel> kernels(models.size());
-  pool.parallel_for(i64(models.size()), [&](i64 begin, i64 end) {
-    for (i64 k = begin; k < end; ++k) kernels[std::size_t(k)] = shaping_kernel(models[std::size_t(k)], flat);
-  });
-  const int kr = kernels[0].kr, krz = kernels[0].krz, kw = 2 * kr + 1, kwz = 2 * krz + 1;
-  if (white_noise.reach_xy != kr || white_noise.reach_z != krz ||
-      i64(white_noise.values.size()) != (dims.nx + 2 * kr) * (dims.ny + 2 * kr) * (dims.nz + 2 * krz)) {
+  const auto [kr, krz] = shaping_reach(models[0], dims);
+  if (white_noise.reach_xy != kr || white_noise.reach_z != krz || white_noise.values.size() != white_noise_size(models[0], dims)) {
     throw Error(ErrorKind::InvalidArgument, "synthesize_noise: the white noise was made for other lags or dimensions");
   }
+  cpu::ThreadPool pool(cpu::hardware_threads());
+  // One kernel per region, on all cores (a 3D sample's ~200 tile models took 0.5 s on one).
+  std::vector<std::vector<float>> taps(models.size());
+  pool.parallel_for(i64(models.size()), [&](i64 begin, i64 end) {
+    for (i64 k = begin; k < end; ++k) taps[std::size_t(k)] = shaping_kernel(models[std::size_t(k)], {kr, krz});
+  });
+  const int kw = 2 * kr + 1, kwz = 2 * krz + 1;
   // The white noise covers the volume grown by the kernel's reach: one field under every region,
   // so that the noise runs on across their borders.
   const i64 wx = dims.nx + 2 * kr, wy = dims.ny + 2 * kr;
   const std::vector<float>& white = white_noise.values;
   Volume out(dims);
-  // Row by row, each tap added to a run of voxels of one region at once (vectorised along x), in
-  // single precision (the probe is stored so): a voxel at a time, the adds of its one sum waited
-  // on each other, and a 3D sample's probe took 0.25 s on 16 cores.
-  std::vector<std::vector<float>> taps(kernels.size());
-  for (std::size_t k = 0; k < kernels.size(); ++k) taps[k].assign(kernels[k].taps.begin(), kernels[k].taps.end());
+  // Row by row, each tap added to a run of voxels of one region at once (vectorised along x): a
+  // voxel at a time, the adds of its one sum waited on each other, and a 3D sample's probe took
+  // 0.25 s on 16 cores.
   pool.parallel_for(dims.nz * dims.ny, [&](i64 begin, i64 end) {
     std::vector<float> acc(std::size_t(dims.nx));
     for (i64 row = begin; row < end; ++row) {
