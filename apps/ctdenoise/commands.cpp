@@ -200,8 +200,8 @@ void run_nlm(const InputOptions& input, const RunOptions& run, const NlmOptions&
   };
   run_filter(input, run, job, [&](const io::Image& image) {
     if (auto_h || auto_sigma) {
-      const NoiseModel noise = timed_stage(job.stages, "noise model", "nlm: measuring the noise", run.quiet,
-                                           [&] { return estimate_noise_model(image.volume.view()); });
+      const AutoInput reads = auto_input(image, job);
+      const NoiseModel noise = measure_noise(reads, job, run.quiet);
       job.parameters["noise_model"] = noise_model_json(noise);
       if (auto_sigma) p.noise_sigma = float(auto_nlm_noise_sigma(noise, p, image.volume.dims()));
       if (auto_h) {
@@ -209,7 +209,7 @@ void run_nlm(const InputOptions& input, const RunOptions& run, const NlmOptions&
         // CPU while it may still be starting, and its first filter call waits for it (that wait
         // is then part of this stage).
         const AutoChoice choice = choose_with_progress("nlm: choosing h", run, run_context(run), [&](const ExecContext& c) {
-          return auto_nlm_h(image.volume.view(), p, noise, c, options.strength);
+          return reads.nlm_h(p, noise, c, options.strength);
         });
         p.h = float(choice.value);
         job.parameters["h_auto"] = auto_json(choice);
@@ -248,13 +248,13 @@ void run_bilateral(const InputOptions& input, const RunOptions& run, const Bilat
   run_filter(input, run, job, [&](const io::Image& image) {
     p.spacing = image.volume.geometry.spacing;
     if (auto_range) {
-      const NoiseModel noise = timed_stage(job.stages, "noise model", "bilateral: measuring the noise", run.quiet,
-                                           [&] { return estimate_noise_model(image.volume.view()); });
+      const AutoInput reads = auto_input(image, job);
+      const NoiseModel noise = measure_noise(reads, job, run.quiet);
       job.parameters["noise_model"] = noise_model_json(noise);
       // The GPU is waited for by the first filter call, as for nlm's h.
       const AutoChoice choice =
           choose_with_progress("bilateral: choosing sigma_range", run, run_context(run), [&](const ExecContext& c) {
-            return auto_bilateral_sigma_range(image.volume.view(), p, noise, c, options.strength);
+            return reads.bilateral_sigma_range(p, noise, c, options.strength);
           });
       p.sigma_range = float(choice.value);
       job.parameters["sigma_range_auto"] = auto_json(choice);

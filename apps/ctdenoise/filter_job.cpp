@@ -62,6 +62,21 @@ bool same_file(const fs::path& a, const fs::path& b) {
 
 }  // namespace
 
+AutoInput auto_input(const io::Image& image, FilterJob& job) {
+  ExecContext where;
+  where.device = job.device_is_up && job.device_is_up() ? Device::Cuda : Device::Cpu;
+  const auto start = std::chrono::steady_clock::now();
+  AutoInput input = on_input(image, where, [&](auto voxels) { return AutoInput(voxels, where); });
+  if (input.on_device()) job.stages.emplace_back("automatic parameters: upload", seconds_since(start));
+  job.parameters["automatic_parameters_read_on"] = input.on_device() ? "cuda" : "cpu";
+  return input;
+}
+
+NoiseModel measure_noise(const AutoInput& input, FilterJob& job, bool quiet) {
+  return timed_stage(job.stages, "noise model", job.command + ": measuring the noise", quiet,
+                     [&] { return input.noise_model(); });
+}
+
 void run_filter(const InputOptions& input, const RunOptions& run, FilterJob& job,
                 const std::function<void(const io::Image&)>& before_filter) {
   const auto start = std::chrono::steady_clock::now();
@@ -105,6 +120,10 @@ void run_filter(const InputOptions& input, const RunOptions& run, FilterJob& job
     const auto wait_start = std::chrono::steady_clock::now();
     device_ready.get();
     if (available_device(context.device) == Device::Cuda) job.stages.emplace_back(kDeviceWait, seconds_since(wait_start));
+  };
+  job.device_is_up = [&] {
+    return device_ready.valid() && device_ready.wait_for(std::chrono::seconds(0)) == std::future_status::ready &&
+           available_device(context.device) == Device::Cuda;
   };
   if (before_filter) before_filter(image);
   job.wait_for_device();

@@ -5,6 +5,9 @@
 #include "commands.hpp"
 #include "progress.hpp"
 
+#include <ctdenoise/auto_params.hpp>
+#include <ctdenoise/noise.hpp>
+
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -23,19 +26,27 @@ struct FilterJob {
   std::function<FilterRun(const io::Image& in, Volume& out, const ExecContext&)> filter;
   io::StageTimes stages;  // before the filter: "noise model", "automatic h" (seconds)
   std::function<void()> wait_for_device;  // until the device is ready (or known missing: throws)
+  std::function<bool()> device_is_up;     // the GPU has started (without waiting for it)
   bool uses_device = true;                 // false: CPU work only (convert), no GPU started
 };
 
-// Runs `filter` on the input as it is best uploaded: its stored int16 voxels when the reader kept
+// Runs `filter` (anything taking a float or an int16 view) on the input as it is best uploaded: its stored int16 voxels when the reader kept
 // them and the filter runs on the GPU (half the bytes of float32, the same output), else the float
 // volume.
 template <class Filter>
-FilterRun on_input(const io::Image& in, const ExecContext& context, Filter&& filter) {
+auto on_input(const io::Image& in, const ExecContext& context, Filter&& filter) {
   if (!in.int16_voxels.empty() && available_device(context.device) == Device::Cuda) {
     return filter(ConstVolumeView<std::int16_t>{in.int16_voxels.data(), in.volume.dims()});
   }
   return filter(in.volume.view());
 }
+
+// The input as the automatic parameters read it (the noise model, the risk's sample): on the GPU
+// where it is already up (uploaded once, int16 as stored; only the reads' results come back),
+// else on the CPU's cores while it starts. The same values either way.
+AutoInput auto_input(const io::Image& image, FilterJob& job);
+// Its noise model, timed as the stage "noise model".
+NoiseModel measure_noise(const AutoInput& input, FilterJob& job, bool quiet);
 
 // The stage of waiting for the GPU's driver and context, started at the beginning of the command.
 constexpr const char* kDeviceWait = "waiting for the GPU to start";

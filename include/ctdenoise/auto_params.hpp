@@ -20,6 +20,7 @@
 #include <ctdenoise/noise.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -75,5 +76,45 @@ AutoChoice auto_nlm_h(ConstVolumeView<float> image, const NlmParams& params, con
                       const ExecContext& context = {}, double strength = 1.0);
 AutoChoice auto_bilateral_sigma_range(ConstVolumeView<float> image, const BilateralParams& params,
                                       const NoiseModel& noise, const ExecContext& context = {}, double strength = 1.0);
+
+namespace detail {
+class ImageReads;
+}
+
+// An image as the automatic parameters read it, for several of them (the noise model, then h or
+// sigma_range): where filters run on CUDA in `context`, the image is uploaded once (int16 voxels
+// as stored, half the bytes) and the noise model's and the risk sample's reads run on the GPU;
+// only their results come back. The same model and values as from host memory, to the last bit.
+// The image must outlive it.
+class AutoInput {
+ public:
+  AutoInput(ConstVolumeView<float> image, const ExecContext& context);
+  AutoInput(ConstVolumeView<std::int16_t> image, const ExecContext& context);
+  ~AutoInput();
+  AutoInput(AutoInput&&) noexcept;
+  AutoInput& operator=(AutoInput&&) noexcept;
+
+  const Dims& dims() const;
+  bool on_device() const noexcept;  // read on the GPU
+  NoiseModel noise_model() const;
+  AutoChoice nlm_h(const NlmParams& params, const NoiseModel& noise, const ExecContext& context = {},
+                   double strength = 1.0) const;
+  AutoChoice bilateral_sigma_range(const BilateralParams& params, const NoiseModel& noise,
+                                   const ExecContext& context = {}, double strength = 1.0) const;
+
+ private:
+  std::unique_ptr<detail::ImageReads> reads_;
+};
+
+// The same of an image in device memory (CUDA builds): dims.count() floats on the current
+// device, read on `stream` (never copied whole; estimate_noise_model_device gives the model).
+// The sample is gathered on the GPU and the filter runs on it on the device `context` names:
+// the same choice as from host memory. Throws Unsupported without CUDA.
+AutoChoice auto_nlm_h_device(const float* device_image, const Dims& dims, const NlmParams& params,
+                             const NoiseModel& noise, const ExecContext& context = {}, double strength = 1.0,
+                             CudaStream stream = nullptr);
+AutoChoice auto_bilateral_sigma_range_device(const float* device_image, const Dims& dims, const BilateralParams& params,
+                                             const NoiseModel& noise, const ExecContext& context = {},
+                                             double strength = 1.0, CudaStream stream = nullptr);
 
 }  // namespace ctd

@@ -2,6 +2,7 @@
 // Noise level of an image: the standard deviation sigma of additive, independent noise, in image
 // units (HU for CT), estimated robustly so that edges, air and padding do not bias it.
 
+#include <ctdenoise/exec.hpp>
 #include <ctdenoise/volume.hpp>
 
 #include <cstdint>
@@ -67,6 +68,15 @@ struct NoiseModel {
 // judged get white noise of the pseudo-residual sigma (fell_back_to_white). Throws
 // InvalidArgument when even that cannot be estimated (fewer than 16 usable residuals).
 NoiseModel estimate_noise_model(ConstVolumeView<float> image);
+// The same, read where filters run in `context`: on CUDA the image is uploaded (int16 voxels as
+// they are, half the bytes) and read on the GPU, and only what the model is made of comes back
+// (a million residuals, the blocks' sums). The same model either way, to the last bit.
+NoiseModel estimate_noise_model(ConstVolumeView<float> image, const ExecContext& context);
+NoiseModel estimate_noise_model(ConstVolumeView<std::int16_t> image, const ExecContext& context);
+// The same of an image in device memory (CUDA builds): dims.count() floats on the current
+// device, read on `stream` (each read waits for it), never copied whole. Throws Unsupported
+// without CUDA.
+NoiseModel estimate_noise_model_device(const float* device_image, const Dims& dims, CudaStream stream = nullptr);
 
 // Gaussian noise of the model's covariance (as nearly as a non-negative spectrum allows) on a
 // volume of `dims`; voxels whose `mask` entry is 0 (when a mask is given) are 0. For tests and

@@ -47,6 +47,21 @@ class _Run:
             self._host = self.image.to_host() if isinstance(self.image, DeviceImage) else self.image.data
         return self._host
 
+    def noise_model(self) -> _core.NoiseModel:
+        """The image's noise model: a GPU array that stays on the GPU is read there (not copied)."""
+        image = self.image
+        if self.on_gpu:
+            return _core.estimate_noise_model_cuda(image.pointer(image.data), image.dims, image.stream, image.ordinal)
+        return _core.estimate_noise_model(self.host_voxels(), image.dims)
+
+    def auto(self, host_call, device_call):
+        """An automatic value: of a GPU array that stays on the GPU, from a sample gathered there
+        (the same value as from a host copy); else from the host voxels."""
+        image = self.image
+        if self.on_gpu:
+            return device_call(image.pointer(image.data), image.stream, image.ordinal)
+        return host_call(self.host_voxels())
+
     def timed(self, stage: str, f):
         start = time.perf_counter()
         result = f()
@@ -169,12 +184,15 @@ def nlm(
     _core.validate_nlm(params)
     if noise_sigma == "auto":
         if noise_model is None:
-            noise_model = run.timed("auto", lambda: _core.estimate_noise_model(run.host_voxels(), dims))
+            noise_model = run.timed("auto", run.noise_model)
         params.noise_sigma = _core.auto_nlm_noise_sigma(noise_model, params, dims)
     choice = None
     if auto_h:
-        choice = run.timed("auto", lambda: _core.auto_nlm_h(run.host_voxels(), dims, params, noise_model,
-                                                            run.auto_device, int(threads), float(strength)))
+        choice = run.timed("auto", lambda: run.auto(
+            lambda voxels: _core.auto_nlm_h(voxels, dims, params, noise_model, run.auto_device, int(threads),
+                                            float(strength)),
+            lambda src, s, ordinal: _core.auto_nlm_h_cuda(src, dims, params, noise_model, int(threads),
+                                                          float(strength), s, ordinal)))
         params.h = choice["value"]
     result, filter_run = run.filter(
         lambda src, dst: _core.nlm_host(src, dst, dims, params, run.device, int(threads)),
@@ -261,8 +279,11 @@ def bilateral(
     dims = img.dims
     choice = None
     if auto_range:
-        choice = run.timed("auto", lambda: _core.auto_bilateral_sigma_range(
-            run.host_voxels(), dims, params, noise_model, run.auto_device, int(threads), float(strength)))
+        choice = run.timed("auto", lambda: run.auto(
+            lambda voxels: _core.auto_bilateral_sigma_range(voxels, dims, params, noise_model, run.auto_device,
+                                                            int(threads), float(strength)),
+            lambda src, s, ordinal: _core.auto_bilateral_sigma_range_cuda(src, dims, params, noise_model,
+                                                                          int(threads), float(strength), s, ordinal)))
         params.sigma_range = choice["value"]
     span = None if value_range is None else (float(value_range[0]), float(value_range[1]))
     result, filter_run = run.filter(
@@ -282,7 +303,6 @@ def estimate_noise(image) -> _core.NoiseModel:
     """The image's noise model: sigma (image units), the covariance at small lags and how it was
     measured (flat 8 x 8 blocks, second differences; docs/parameters.md). `.sigma` is the noise
     standard deviation; `.pseudo_residual_sigma` the white-noise estimate from neighbour
-    differences. GPU arrays are copied to the host for it."""
-    img = prepare(image)
-    voxels = img.to_host() if isinstance(img, DeviceImage) else img.data
-    return _core.estimate_noise_model(voxels, img.dims)
+    differences. GPU arrays are read on their GPU (only what the model is made of is copied
+    back; the same model as from a host copy)."""
+    return _Run(image, "auto", None).noise_model()

@@ -2,6 +2,7 @@
 // (include/ctdenoise/auto_params.hpp, docs/parameters.md).
 
 #include "core/auto_sample.hpp"
+#include "core/robust_stats.hpp"
 #include "core/noise_synthesis.hpp"
 #include "cpu/thread_pool.hpp"
 
@@ -35,7 +36,7 @@ using Filter = std::function<void(ConstVolumeView<float> in, VolumeView<float> o
 // end, then refined by half steps around the best and a parabola in log(value) through the best
 // point and its neighbours. A model that claims more noise than the image holds is scaled down
 // first (the consistency rule below).
-AutoChoice choose(ConstVolumeView<float> image, const NoiseModel& noise, double scale, int reach_xy, int reach_z,
+AutoChoice choose(const detail::ImageReads& image, const NoiseModel& noise, double scale, int reach_xy, int reach_z,
                   const Filter& filter, const ExecContext& context, double strength, const char* what) {
   const auto start = std::chrono::steady_clock::now();
   if (!(std::isfinite(strength) && strength > 0)) invalid(fmt::format("strength must be a finite value > 0, got {}", strength));
@@ -45,8 +46,8 @@ AutoChoice choose(ConstVolumeView<float> image, const NoiseModel& noise, double 
   // The probe: noise of the model's correlation at the sample's level, shaped from white noise
   // drawn (on one core, 0.03-0.04 s for a 3D sample) while the sample is taken and its tiles'
   // levels measured: enough for the largest sample, of which the sample takes the first values.
-  const SampleLayout layout = detail::sample_layout(image.dims, reach_xy, reach_z);
-  const std::size_t normals = detail::white_noise_size(noise, layout.whole ? image.dims : layout.dims(layout.wanted));
+  const SampleLayout layout = detail::sample_layout(image.dims(), reach_xy, reach_z);
+  const std::size_t normals = detail::white_noise_size(noise, layout.whole ? image.dims() : layout.dims(layout.wanted));
   std::future<std::vector<float>> drawn = std::async(std::launch::async, [&] { return detail::unit_normals(0x5EED, normals); });
   Sample sample = detail::make_sample(image, layout, noise);
   const Dims sd = sample.image.dims();
@@ -189,15 +190,15 @@ AutoChoice auto_bilateral_sigma_range(ConstVolumeView<float> image, const Bilate
   return auto_bilateral_sigma_range(image, params, estimate_noise_model(image), context, strength);
 }
 
-AutoChoice auto_nlm_h(ConstVolumeView<float> image, const NlmParams& params, const NoiseModel& noise,
-                      const ExecContext& context, double strength) {
+AutoChoice detail::auto_nlm_h(const ImageReads& image, const NlmParams& params, const NoiseModel& noise,
+                              const ExecContext& context, double strength) {
   NlmParams p = params;
   p.h = 1;  // validated with a placeholder: h is what is being chosen
   validate(p);
-  const bool flat = image.dims.is_2d();
+  const bool flat = image.dims().is_2d();
   // The scale of h at which two noise-only patches weigh exp(-2) of the centre (white noise's
   // optimum is near it); for L1 the same for the mean absolute difference seed 003 weighs.
-  double scale = auto_nlm_noise_sigma(noise, p, image.dims);
+  double scale = auto_nlm_noise_sigma(noise, p, image.dims());
   if (p.distance == PatchDistance::L1) {
     double g_sum = 0;
     i64 taps = 0;
@@ -221,12 +222,12 @@ AutoChoice auto_nlm_h(ConstVolumeView<float> image, const NlmParams& params, con
   return choose(image, noise, scale, reach, flat ? 0 : reach, filter, context, strength, "--h");
 }
 
-AutoChoice auto_bilateral_sigma_range(ConstVolumeView<float> image, const BilateralParams& params,
-                                      const NoiseModel& noise, const ExecContext& context, double strength) {
+AutoChoice detail::auto_bilateral_sigma_range(const ImageReads& image, const BilateralParams& params,
+                                              const NoiseModel& noise, const ExecContext& context, double strength) {
   BilateralParams p = params;
   p.sigma_range = 1;
   validate(p);
-  const auto radius = bilateral_radius(p, image.dims);
+  const auto radius = bilateral_radius(p, image.dims());
   ExecContext inner = context;
   inner.progress = nullptr;
   const Filter filter = [&](ConstVolumeView<float> in, VolumeView<float> out, double value) {
@@ -238,6 +239,50 @@ AutoChoice auto_bilateral_sigma_range(ConstVolumeView<float> image, const Bilate
   // The range kernel's scale: twice the noise sigma, the spread of a noise-only difference.
   return choose(image, noise, 2 * noise.sigma, std::max(radius[0], radius[1]), radius[2], filter, context, strength,
                 "--sigma-range");
+}
+
+AutoChoice auto_nlm_h(ConstVolumeView<float> image, const NlmParams& params, const NoiseModel& noise,
+                      const ExecContext& context, double strength) {
+  return detail::auto_nlm_h(*detail::host_reads(image), params, noise, context, strength);
+}
+
+AutoChoice auto_bilateral_sigma_range(ConstVolumeView<float> image, const BilateralParams& params,
+                                      const NoiseModel& noise, const ExecContext& context, double strength) {
+  return detail::auto_bilateral_sigma_range(*detail::host_reads(image), params, noise, context, strength);
+}
+
+AutoInput::AutoInput(ConstVolumeView<float> image, const ExecContext& context) : reads_(detail::reads_for(image, context)) {}
+AutoInput::AutoInput(ConstVolumeView<std::int16_t> image, const ExecContext& context)
+    : reads_(detail::reads_for(image, context)) {}
+AutoInput::~AutoInput() = default;
+AutoInput::AutoInput(AutoInput&&) noexcept = default;
+AutoInput& AutoInput::operator=(AutoInput&&) noexcept = default;
+
+const Dims& AutoInput::dims() const { return reads_->dims(); }
+bool AutoInput::on_device() const noexcept { return reads_->on_device(); }
+
+NoiseModel AutoInput::noise_model() const { return detail::estimate_noise_model(*reads_); }
+
+AutoChoice AutoInput::nlm_h(const NlmParams& params, const NoiseModel& noise, const ExecContext& context,
+                            double strength) const {
+  return detail::auto_nlm_h(*reads_, params, noise, context, strength);
+}
+
+AutoChoice AutoInput::bilateral_sigma_range(const BilateralParams& params, const NoiseModel& noise,
+                                            const ExecContext& context, double strength) const {
+  return detail::auto_bilateral_sigma_range(*reads_, params, noise, context, strength);
+}
+
+AutoChoice auto_nlm_h_device(const float* device_image, const Dims& dims, const NlmParams& params, const NoiseModel& noise,
+                             const ExecContext& context, double strength, CudaStream stream) {
+  return detail::auto_nlm_h(*detail::device_reads(device_image, dims, stream), params, noise, context, strength);
+}
+
+AutoChoice auto_bilateral_sigma_range_device(const float* device_image, const Dims& dims, const BilateralParams& params,
+                                             const NoiseModel& noise, const ExecContext& context, double strength,
+                                             CudaStream stream) {
+  return detail::auto_bilateral_sigma_range(*detail::device_reads(device_image, dims, stream), params, noise, context,
+                                            strength);
 }
 
 }  // namespace ctd

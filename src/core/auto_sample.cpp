@@ -252,7 +252,7 @@ void measure_level(Sample& s, const NoiseModel& noise) {
       for (i64 y = 0; y < k.size.ny; ++y)
         for (i64 x = 0; x < k.size.nx; ++x) tile.view()(x, y, z) = s.image.view()(k.x0 + x, k.y0 + y, k.z0 + z);
     try {
-      const NoiseEstimate e = detail::estimate_noise_without(tile.view(), NoiseEstimator::PseudoResidual, padding);
+      const NoiseEstimate e = detail::estimate_noise_without(*host_reads(tile.view()), NoiseEstimator::PseudoResidual, padding);
       if (e.samples * 4 >= k.size.count()) {
         levels[std::size_t(t)] = std::clamp(e.sigma / std::sqrt(gain), noise.sigma, kMaxTileLevel * noise.sigma);
       }
@@ -311,51 +311,35 @@ SampleLayout sample_layout(const Dims& d, int reach_xy, int reach_z) {
   return l;
 }
 
-Sample make_sample(ConstVolumeView<float> in, const SampleLayout& layout, const NoiseModel& noise) {
-  const Dims d = in.dims;
-  auto usable = [&](float v) { return std::isfinite(v) && !(v == float(noise.excluded_value)); };
+Sample make_sample(const ImageReads& reads, const SampleLayout& layout, const NoiseModel& noise) {
+  const Dims d = reads.dims();
+  const float excluded = float(noise.excluded_value);
+  auto usable = [&](float v) { return std::isfinite(v) && !(v == excluded); };
+  auto mask_of = [&](Sample& s) {
+    s.mask.resize(std::size_t(s.image.dims().count()));
+    for (std::size_t i = 0; i < s.mask.size(); ++i) s.mask[i] = usable(s.image.data()[i]) ? 1 : 0;
+  };
   Sample s;
   if (layout.whole) {
     s.image = Volume(d);
-    std::copy(in.data, in.data + d.count(), s.image.data());
-    s.mask.resize(std::size_t(d.count()));
-    for (i64 i = 0; i < d.count(); ++i) s.mask[std::size_t(i)] = usable(in.data[i]) ? 1 : 0;
+    reads.copy_blocks({{0, 0, 0}}, d, s.image.view());
+    mask_of(s);
     s.places = {{0, 0, 0}};
     s.block = std::max(d.nx, d.ny);
     return s;
   }
   const i64 bxy = layout.bxy, bz = layout.bz;
-  struct Corner {
-    i64 x, y, z;
-  };
-  std::vector<Corner> candidates;
   const i64 cx = d.nx / bxy, cy = d.ny / bxy, cz = d.nz / bz;
   // Blocks centred in the image's extent along each axis.
-  const i64 ox = (d.nx - cx * bxy) / 2, oy = (d.ny - cy * bxy) / 2, oz = (d.nz - cz * bz) / 2;
-  // Every block of the image is looked at (on all cores): it is a candidate when padding fills at
-  // most a tenth of it.
-  auto corner = [&](i64 block) {
-    return Corner{ox + (block % cx) * bxy, oy + (block / cx) % cy * bxy, oz + block / (cx * cy) * bz};
-  };
-  // By rows of blocks, each image line read from end to end (a block's own lines are too short
-  // for the prefetchers: this scan took 0.05 s of the automatic h on 512 x 512 x 548).
-  std::vector<unsigned char> candidate(std::size_t(cx * cy * cz), 0);
-  cpu::for_each_piece(cy * cz, 1, 0, [&](i64 row, i64, i64) {
-    const i64 y0 = oy + (row % cy) * bxy, z0 = oz + (row / cy) * bz;
-    std::vector<i64> bad(std::size_t(cx), 0);
-    for (i64 z = 0; z < bz; ++z)
-      for (i64 y = 0; y < bxy; ++y) {
-        const float* line = in.data + ((z0 + z) * d.ny + y0 + y) * d.nx + ox;
-        for (i64 bx = 0; bx < cx; ++bx) {
-          i64 count = 0;
-          for (i64 x = 0; x < bxy; ++x) count += usable(line[bx * bxy + x]) ? 0 : 1;
-          bad[std::size_t(bx)] += count;
-        }
-      }
-    for (i64 bx = 0; bx < cx; ++bx) candidate[std::size_t(row * cx + bx)] = bad[std::size_t(bx)] * 10 <= bxy * bxy * bz;
-  });
+  const Corner origin{(d.nx - cx * bxy) / 2, (d.ny - cy * bxy) / 2, (d.nz - cz * bz) / 2};
+  // Every block of the image is looked at: it is a candidate when padding fills at most a tenth
+  // of it.
+  const std::vector<i64> bad = reads.unusable_per_block(origin, bxy, bz, cx, cy, cz, excluded);
+  std::vector<Corner> candidates;
   for (i64 block = 0; block < cx * cy * cz; ++block) {
-    if (candidate[std::size_t(block)]) candidates.push_back(corner(block));
+    if (bad[std::size_t(block)] * 10 <= bxy * bxy * bz) {
+      candidates.push_back({origin.x + (block % cx) * bxy, origin.y + (block / cx) % cy * bxy, origin.z + block / (cx * cy) * bz});
+    }
   }
   if (candidates.empty()) {
     throw Error(ErrorKind::InvalidArgument, "the image has no region free of padding to estimate the filter strength on");
@@ -364,26 +348,17 @@ Sample make_sample(ConstVolumeView<float> in, const SampleLayout& layout, const 
   const Dims sd = layout.dims(count);
   const i64 gx = sd.nx / bxy, used = gx * (sd.ny / bxy);
   s.image = Volume(sd);
-  s.mask.assign(std::size_t(sd.count()), 0);
   s.block = bxy;
   s.blocks_per_row = gx;
   // Evenly spaced through the candidates, which run x, then y, then z over the image.
+  std::vector<Corner> chosen;
   for (i64 b = 0; b < used; ++b) {
     const Corner& c = candidates[std::size_t(b * i64(candidates.size()) / used)];
+    chosen.push_back(c);
     s.places.push_back({c.x, c.y, c.z});
   }
-  cpu::for_each_piece(used, 1, 0, [&](i64 b, i64, i64) {
-    const auto& c = s.places[std::size_t(b)];
-    const i64 tx = (b % gx) * bxy, ty = (b / gx) * bxy;
-    for (i64 z = 0; z < bz; ++z)
-      for (i64 y = 0; y < bxy; ++y)
-        for (i64 x = 0; x < bxy; ++x) {
-          const float v = in.data[((c.z + z) * d.ny + c.y + y) * d.nx + c.x + x];
-          const i64 o = (z * sd.ny + ty + y) * sd.nx + tx + x;
-          s.image.data()[o] = v;
-          s.mask[std::size_t(o)] = usable(v) ? 1 : 0;
-        }
-  });
+  reads.copy_blocks(chosen, {bxy, bxy, bz}, s.image.view());
+  mask_of(s);
   s.tile_xy = bxy;
   return s;
 }

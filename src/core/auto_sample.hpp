@@ -2,6 +2,9 @@
 // over it (src/core/auto_sample.cpp; docs/parameters.md, "The strength").
 #pragma once
 
+#include "core/image_reads.hpp"
+
+#include <ctdenoise/auto_params.hpp>
 #include <ctdenoise/noise.hpp>
 #include <ctdenoise/volume.hpp>
 
@@ -57,10 +60,16 @@ SampleLayout sample_layout(const Dims& d, int reach_xy, int reach_z);
 
 // The image's blocks (or the image itself) copied side by side, with the mask; the noise level is
 // left at its defaults until measure_level.
-Sample make_sample(ConstVolumeView<float> in, const SampleLayout& layout, const NoiseModel& noise);
+Sample make_sample(const ImageReads& reads, const SampleLayout& layout, const NoiseModel& noise);
 
 // Sets the sample's level (and, where the noise varies over the image, each tile's level and
 // model) from the tiles' pseudo-residual sigma and semivariances.
 void measure_level(Sample& s, const NoiseModel& noise);
+
+// auto_nlm_h and auto_bilateral_sigma_range of the image `image` reads (src/core/auto_params.cpp).
+AutoChoice auto_nlm_h(const ImageReads& image, const NlmParams& params, const NoiseModel& noise,
+                      const ExecContext& context, double strength);
+AutoChoice auto_bilateral_sigma_range(const ImageReads& image, const BilateralParams& params, const NoiseModel& noise,
+                                      const ExecContext& context, double strength);
 
 }  // namespace ctd::detail

@@ -1,8 +1,8 @@
 // The noise model (include/ctdenoise/noise.hpp, NoiseModel): the covariance measured by second
 // differences in the image's flattest blocks (noise synthesised from it: noise_synthesis.cpp).
 
+#include "core/image_reads.hpp"
 #include "core/robust_stats.hpp"
-#include "cpu/thread_pool.hpp"
 
 #include <ctdenoise/error.hpp>
 #include <ctdenoise/noise.hpp>
@@ -15,6 +15,7 @@
 #include <limits>
 #include <optional>
 #include <span>
+#include <tuple>
 
 namespace ctd {
 namespace {
@@ -35,9 +36,32 @@ constexpr double kMaxSmoothGrain = 2.5;  // largest smooth-fallback sigma / pseu
                                          // without the far lags' confirmation
 constexpr int kMaxSmoothRadius = 8;      // in-plane lags of a smooth-fallback model, at most
 
-struct Lag {
-  int dx, dy, dz;
+using detail::ImageReads;
+using detail::Lag;
+using detail::LagArea;
+
+// Each area's sums of D^2 along each lag (ImageReads::lag_sums).
+struct LagSums {
+  std::size_t lags = 0;
+  std::vector<double> sums;
+  std::vector<i64> counts;
+  // Area a's sum over lags [first, first + n) (in lag order) and its count.
+  std::pair<double, i64> of(std::size_t a, std::size_t first, std::size_t n) const {
+    double sum = 0;
+    i64 count = 0;
+    for (std::size_t l = first; l < first + n; ++l) sum += sums[a * lags + l], count += counts[a * lags + l];
+    return {sum, count};
+  }
 };
+LagSums lag_sums(const ImageReads& reads, std::span<const LagArea> areas, std::span<const Lag> lags,
+                 std::span<const float> padding) {
+  LagSums out{lags.size(), std::vector<double>(areas.size() * lags.size()), std::vector<i64>(areas.size() * lags.size())};
+  if (!areas.empty() && !lags.empty()) {
+    reads.lag_sums({areas.begin(), areas.end()}, {lags.begin(), lags.end()}, {padding.begin(), padding.end()},
+                   out.sums.data(), out.counts.data());
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -63,9 +87,9 @@ namespace {
 struct SliceCorrelation {
   double in_plane_sigma = 0, rho1 = 0, rho2 = 0;
 };
-SliceCorrelation slice_correlation(ConstVolumeView<float> in, const std::vector<float>& padding, double sigma_3d,
+SliceCorrelation slice_correlation(const ImageReads& reads, std::span<const float> padding, double sigma_3d,
                                    i64 max_slices) {
-  const Dims d = in.dims;
+  const Dims d = reads.dims();
   const i64 plane = d.nx * d.ny, used = std::min(d.nz, max_slices);
   // About a million residuals in all, as for the whole image (a 1024^2 slice alone has as many).
   const i64 per_slice = std::max<i64>(kLeastResidualsPerSlice, 1000000 / used);
@@ -73,8 +97,8 @@ SliceCorrelation slice_correlation(ConstVolumeView<float> in, const std::vector<
   for (i64 i = 0; i < used; ++i) {
     const i64 z = i * d.nz / used;
     try {
-      const NoiseEstimate e = detail::estimate_noise_without({in.data + z * plane, {d.nx, d.ny, 1}},
-                                                             NoiseEstimator::PseudoResidual, padding, per_slice);
+      const NoiseEstimate e =
+          detail::estimate_noise_without(reads, NoiseEstimator::PseudoResidual, padding, per_slice, z, 1);
       // A quarter of the slice usable, at least (the residuals are every step-th position's).
       if (e.samples * std::max<i64>(1, plane / per_slice) * 4 >= plane) sigmas[std::size_t(i)] = e.sigma;
     } catch (const Error&) {
@@ -87,14 +111,14 @@ SliceCorrelation slice_correlation(ConstVolumeView<float> in, const std::vector<
   const double read = (sigma_3d / sigma_2d) * (sigma_3d / sigma_2d);
   if (read >= 1) return {sigma_2d, 0, 0};
   auto correlations = [](double a) { return std::pair{2 * a / (1 + 2 * a * a), a * a / (1 + 2 * a * a)}; };
-  auto reads = [&](double a) {
+  auto reads_3d = [&](double a) {
     const auto [r1, r2] = correlations(a);
     return 1 - 4 * r1 / 7 + r2 / 21;
   };
-  double lo = 0, hi = 1 / std::sqrt(2.0);  // reads() falls from 1 over this range
+  double lo = 0, hi = 1 / std::sqrt(2.0);  // reads_3d() falls from 1 over this range
   for (int i = 0; i < 40; ++i) {
     const double mid = (lo + hi) / 2;
-    (reads(mid) > read ? lo : hi) = mid;
+    (reads_3d(mid) > read ? lo : hi) = mid;
   }
   const auto [r1, r2] = correlations(lo);
   return {sigma_2d, r1, r2};
@@ -173,82 +197,70 @@ bool is_flat(double activity, double anchor) { return !std::isnan(activity) && s
 
 }  // namespace
 
-NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
-  const Dims d = in.dims;
+namespace {
+void check_dims(const Dims& d) {
   if (d.nx < 1 || d.ny < 1 || d.nz < 1) {
     throw Error(ErrorKind::InvalidArgument, fmt::format("image dimensions must be >= 1, got {}x{}x{}", d.nx, d.ny, d.nz));
   }
+}
+}  // namespace
+
+NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
+  check_dims(in.dims);
+  return detail::estimate_noise_model(*detail::host_reads(in));
+}
+
+NoiseModel estimate_noise_model(ConstVolumeView<float> image, const ExecContext& context) {
+  check_dims(image.dims);
+  return detail::estimate_noise_model(*detail::reads_for(image, context));
+}
+
+NoiseModel estimate_noise_model(ConstVolumeView<std::int16_t> image, const ExecContext& context) {
+  check_dims(image.dims);
+  return detail::estimate_noise_model(*detail::reads_for(image, context));
+}
+
+NoiseModel estimate_noise_model_device(const float* device_image, const Dims& dims, CudaStream stream) {
+  check_dims(dims);
+  return detail::estimate_noise_model(*detail::device_reads(device_image, dims, stream));
+}
+
+NoiseModel detail::estimate_noise_model(const ImageReads& reads) {
+  const Dims d = reads.dims();
   NoiseModel m;
   m.radius_xy = kLagRadiusXy;
   m.radius_z = d.nz >= 3 ? 1 : 0;
-  const std::vector<float> padding = detail::find_padding(in);
+  const std::vector<float> padding = detail::find_padding(reads);
   m.excluded_value = padding.empty() ? std::numeric_limits<double>::quiet_NaN() : double(padding.front());
   // The pseudo-residual sigma (a million residuals and two serial medians) is only needed at the
   // end: it is measured on a thread of its own while the blocks are judged.
   std::future<double> pseudo_residual = std::async(std::launch::async, [&] {
-    return detail::estimate_noise_without(in, NoiseEstimator::PseudoResidual, padding).sigma;
+    return detail::estimate_noise_without(reads, NoiseEstimator::PseudoResidual, padding).sigma;
   });
   auto pseudo_residual_sigma = [&] {
     if (pseudo_residual.valid()) m.pseudo_residual_sigma = pseudo_residual.get();
     return m.pseudo_residual_sigma;
   };
-  auto usable = [&](float v) { return std::isfinite(v) && std::find(padding.begin(), padding.end(), v) == padding.end(); };
 
   // Second differences D(p) = u(p+d) - 2u(p) + u(p-d) along half of the lags (D is even in d) of
   // the box one voxel wider than the model. They cancel the image's linear trends, and for noise
-  // of covariance C, E[D(d)^2] = 6 C(0) - 8 C(d) + 2 C(2d).
+  // of covariance C, E[D(d)^2] = 6 C(0) - 8 C(d) + 2 C(2d). Each is read over 8 x 8 areas of a
+  // slice (ImageReads::lag_sums), left out where it needs a voxel outside the image or padding.
   const int outer = m.radius_xy + 1;
   std::vector<Lag> lags;
   for (int dz = 0; dz <= m.radius_z; ++dz)
     for (int dy = -outer; dy <= outer; ++dy)
       for (int dx = -outer; dx <= outer; ++dx)
         if (dz > 0 || dy > 0 || (dy == 0 && dx > 0)) lags.push_back({dx, dy, dz});
-  // A block's neighbourhood (the block, `outer` voxels around it in-plane and radius_z slices on
-  // either side) copied with NaN where the image ends or a value is padding or not finite: a
-  // second difference D(p) = a - 2b + c is then NaN exactly where p +- d leaves the image or
-  // touches padding, with no test per voxel.
-  const i64 hood_w = kBlock + 2 * outer, hood_slices = 2 * m.radius_z + 1;
-  // With in_plane, only the block's own slice (the in-plane lags' passes).
-  auto load_neighbourhood = [&](i64 x0, i64 y0, i64 z0, std::vector<double>& hood, bool in_plane) {
-    hood.resize(std::size_t(hood_w * hood_w * hood_slices));
-    for (i64 s = in_plane ? m.radius_z : 0; s < (in_plane ? m.radius_z + 1 : hood_slices); ++s)
-      for (i64 y = 0; y < hood_w; ++y)
-        for (i64 x = 0; x < hood_w; ++x) {
-          const i64 ix = x0 - outer + x, iy = y0 - outer + y, iz = z0 - m.radius_z + s;
-          double v = std::numeric_limits<double>::quiet_NaN();
-          if (ix >= 0 && ix < d.nx && iy >= 0 && iy < d.ny && iz >= 0 && iz < d.nz) {
-            const float f = in.data[(iz * d.ny + iy) * d.nx + ix];
-            if (usable(f)) v = f;
-          }
-          hood[std::size_t((s * hood_w + y) * hood_w + x)] = v;
-        }
-  };
-  // Sum of D^2 over the block's voxels along the given lags (voxel by voxel, every lag at each),
-  // and how many were not NaN.
-  auto block_sum = [&](const std::vector<double>& hood, std::span<const Lag> along, double& sum, i64& count) {
-    for (i64 y = 0; y < kBlock; ++y) {
-      const double* row = hood.data() + (m.radius_z * hood_w + outer + y) * hood_w + outer;
-      for (i64 x = 0; x < kBlock; ++x)
-        for (const Lag& g : along) {
-          const i64 step = (i64(g.dz) * hood_w + g.dy) * hood_w + g.dx;
-          const double v = row[x - step] - 2.0 * row[x] + row[x + step];
-          if (!std::isnan(v)) {
-            sum += v * v;
-            ++count;
-          }
-        }
-    }
-  };
 
   // Flat blocks: anatomy adds to the second differences wherever the image is not flat, so the
   // noise is read in the blocks whose activity (mean D^2 over the outer in-plane lags, 6 C(0) for
   // noise alone) is low (flat_anchor, is_flat). Where the noise level varies (it is lower in
   // the air around a body than in its middle), this reads the quieter parts: under-reading the
   // noise errs towards too little smoothing, never towards erased anatomy.
-  struct Block {
-    i64 x, y, z;
-  };
+  using Block = LagArea;
   const i64 bx = kBlock, by = kBlock;
+  static_assert(kBlock == detail::kLagArea);
   // The blocks in scan order, at most kMaxBlocks of them evenly spread.
   const i64 per_row = d.nx / bx, per_slice = per_row * (d.ny / by), all_blocks = per_slice * d.nz;
   const i64 judged_blocks = std::min(all_blocks, kMaxBlocks);
@@ -257,14 +269,12 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
     const i64 b = i * all_blocks / judged_blocks;
     blocks[std::size_t(i)] = {b % per_row * bx, b % per_slice / per_row * by, b / per_slice};
   }
-  // A block's activity over `along`: the log of its mean D^2, NaN when over a quarter of its
-  // differences are missing (padding, borders) or all are 0 (not judged).
-  auto activity_of = [&](const std::vector<double>& hood, std::span<const Lag> along) {
-    double sum = 0;
-    i64 count = 0;
-    block_sum(hood, along, sum, count);
-    return count * 4 >= 3 * bx * by * i64(along.size()) && sum > 0 ? std::log(sum / double(count))
-                                                                    : std::numeric_limits<double>::quiet_NaN();
+  // An area's activity over lags [first, first + n) of `sums`: the log of its mean D^2, NaN when
+  // over a quarter of its differences are missing (padding, borders) or all are 0 (not judged).
+  auto activity_of = [&](const LagSums& sums, std::size_t a, std::size_t first, std::size_t n) {
+    const auto [sum, count] = sums.of(a, first, n);
+    return count * 4 >= 3 * bx * by * i64(n) && sum > 0 ? std::log(sum / double(count))
+                                                         : std::numeric_limits<double>::quiet_NaN();
   };
   auto ring = [&](int radius) {
     std::vector<Lag> in_plane;
@@ -274,51 +284,21 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
     return in_plane;
   };
   const std::vector<Lag> shell_lags = ring(outer);
-  cpu::ThreadPool pool(cpu::hardware_threads());
-  // body(b, hood) for every judged block b, with its own slice of its neighbourhood loaded (these
-  // passes read in-plane lags only), on all cores.
-  auto each_block = [&](auto&& body) {
-    pool.parallel_for(i64(blocks.size()), [&](i64 begin, i64 end) {
-      std::vector<double> hood;
-      for (i64 b = begin; b < end; ++b) {
-        const Block& k = blocks[std::size_t(b)];
-        load_neighbourhood(k.x, k.y, k.z, hood, true);
-        body(std::size_t(b), hood);
-      }
-    });
-  };
   std::vector<double> activity(blocks.size());
-  each_block([&](std::size_t b, const std::vector<double>& hood) { activity[b] = activity_of(hood, shell_lags); });
-  // Sum of D^2 over the kBlock x kBlock area at (x0, y0) of slice z along the given in-plane
-  // lags, read from the image (lags of any length), and how many were usable.
-  auto area_sum = [&](i64 x0, i64 y0, i64 z, std::span<const Lag> along, double& sum, i64& count) {
-    for (const Lag& g : along) {
-      if (z - std::abs(g.dz) < 0 || z + std::abs(g.dz) >= d.nz) continue;
-      for (i64 y = std::max<i64>(y0, std::abs(g.dy)); y < std::min(y0 + kBlock, d.ny - std::abs(g.dy)); ++y)
-        for (i64 x = std::max<i64>(x0, std::abs(g.dx)); x < std::min(x0 + kBlock, d.nx - std::abs(g.dx)); ++x) {
-          const float* p = in.data + (z * d.ny + y) * d.nx + x;
-          const i64 step = (i64(g.dz) * d.ny + g.dy) * d.nx + g.dx;
-          if (!usable(p[-step]) || !usable(p[0]) || !usable(p[step])) continue;
-          const double v = double(p[-step]) - 2.0 * p[0] + p[step];
-          sum += v * v;
-          ++count;
-        }
-    }
-  };
-  // The mean D^2 along the given lags over the given blocks (each block summed apart, on all
-  // cores, then added in order), or NaN from fewer than 256 differences.
+  {
+    const LagSums shell = lag_sums(reads, blocks, shell_lags, padding);
+    for (std::size_t b = 0; b < blocks.size(); ++b) activity[b] = activity_of(shell, b, 0, shell_lags.size());
+  }
+  // The mean D^2 along the given lags over the given blocks (each block's lags added in order,
+  // then the blocks in order), or NaN from fewer than 256 differences.
   auto mean_square_along = [&](const std::vector<Block>& where, std::span<const Lag> along) {
-    std::vector<double> block_sums(where.size());
-    std::vector<i64> block_counts(where.size());
-    pool.parallel_for(i64(where.size()), [&](i64 begin, i64 end) {
-      for (i64 b = begin; b < end; ++b) {
-        const Block& k = where[std::size_t(b)];
-        area_sum(k.x, k.y, k.z, along, block_sums[std::size_t(b)], block_counts[std::size_t(b)]);
-      }
-    });
+    const LagSums t = lag_sums(reads, where, along, padding);
     double sum = 0;
     i64 count = 0;
-    for (std::size_t b = 0; b < where.size(); ++b) sum += block_sums[b], count += block_counts[b];
+    for (std::size_t b = 0; b < where.size(); ++b) {
+      const auto [block_sum, block_count] = t.of(b, 0, along.size());
+      sum += block_sum, count += block_count;
+    }
     return count >= 256 ? sum / double(count) : std::numeric_limits<double>::quiet_NaN();
   };
   // Smooth noise, measured where the model falls back (its outer lags hold anatomy): white noise
@@ -347,22 +327,40 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
     };
     std::vector<double> near_activity(blocks.size()), around_activity(blocks.size());
     std::vector<AxisSums> sums(blocks.size());
-    each_block([&](std::size_t b, const std::vector<double>& hood) {
-      near_activity[b] = activity_of(hood, near_lags);
-      AxisSums& n = sums[b];
-      block_sum(hood, axis_lag1, n.lag1, n.lag1_count);
-      block_sum(hood, axis_lag2, n.lag2, n.lag2_count);
-      block_sum(hood, axis_lag4, n.lag4, n.lag4_count);
-      const Block& k = blocks[b];
-      double sum = 0;
-      i64 count = 0;
-      for (const auto& [ox, oy] : {std::pair<i64, i64>{-kBlock, 0}, {kBlock, 0}, {0, -kBlock}, {0, kBlock}}) {
-        area_sum(k.x + ox, k.y + oy, k.z, near_lags, sum, count);
+    {
+      // Each block's own lags: the near ring, then the axes at 1, 2 and 4 voxels.
+      std::vector<Lag> own = near_lags;
+      for (const auto* axis : {&axis_lag1, &axis_lag2, &axis_lag4}) own.insert(own.end(), axis->begin(), axis->end());
+      const LagSums t = lag_sums(reads, blocks, own, padding);
+      const std::size_t n = near_lags.size();
+      for (std::size_t b = 0; b < blocks.size(); ++b) {
+        near_activity[b] = activity_of(t, b, 0, n);
+        AxisSums& a = sums[b];
+        std::tie(a.lag1, a.lag1_count) = t.of(b, n, 2);
+        std::tie(a.lag2, a.lag2_count) = t.of(b, n + 2, 2);
+        std::tie(a.lag4, a.lag4_count) = t.of(b, n + 4, 2);
       }
-      around_activity[b] = count * 2 >= 4 * kBlock * kBlock * i64(near_lags.size()) && sum > 0
-                               ? std::log(sum / double(count))
-                               : std::numeric_limits<double>::quiet_NaN();
-    });
+      // The four blocks around each (left, right, above, below), along the near ring.
+      std::vector<LagArea> around;
+      around.reserve(4 * blocks.size());
+      for (const Block& k : blocks) {
+        for (const auto& [ox, oy] : {std::pair<i64, i64>{-kBlock, 0}, {kBlock, 0}, {0, -kBlock}, {0, kBlock}}) {
+          around.push_back({k.x + ox, k.y + oy, k.z});
+        }
+      }
+      const LagSums r = lag_sums(reads, around, near_lags, padding);
+      for (std::size_t b = 0; b < blocks.size(); ++b) {
+        double sum = 0;
+        i64 count = 0;
+        for (std::size_t side = 0; side < 4; ++side) {
+          const auto [side_sum, side_count] = r.of(4 * b + side, 0, n);
+          sum += side_sum, count += side_count;
+        }
+        around_activity[b] = count * 2 >= 4 * kBlock * kBlock * i64(n) && sum > 0
+                                 ? std::log(sum / double(count))
+                                 : std::numeric_limits<double>::quiet_NaN();
+      }
+    }
     const double floor = pseudo_residual_sigma();
     // The fit over the blocks that are flat by `flatness` (with a white part or not), and the
     // blocks and the differences per lag it used; nothing where it is not clearly smooth noise.
@@ -462,7 +460,7 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
       return m;
     }
     SliceCorrelation z;
-    if (m.radius_z > 0) z = slice_correlation(in, padding, m.pseudo_residual_sigma, kMaxFallbackSlices);
+    if (m.radius_z > 0) z = slice_correlation(reads, padding, m.pseudo_residual_sigma, kMaxFallbackSlices);
     if (z.rho1 >= kLeastSliceCorrelation) {
       m.sigma = z.in_plane_sigma;
       m.radius_z = d.nz >= 5 ? 2 : 1;
@@ -489,42 +487,16 @@ NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
   // At most about kMaxTriples differences per lag: every step-th flat block.
   const std::size_t step = std::max<std::size_t>(1, std::size_t(i64(flat.size()) * bx * by / kMaxTriples));
 
-  // Block by block (its neighbourhood stays in cache while every lag is read from it), in fixed
-  // pieces of blocks whose sums are added in order: the same figures on any number of threads.
-  std::vector<const Block*> chosen;
-  for (std::size_t b = 0; b < flat.size(); b += step) chosen.push_back(&flat[b]);
-  constexpr i64 kBlocksPerPiece = 64;
-  const std::size_t pieces = (chosen.size() + kBlocksPerPiece - 1) / kBlocksPerPiece;
-  std::vector<double> piece_sums(pieces * lags.size(), 0.0);
-  std::vector<i64> piece_counts(pieces * lags.size(), 0);
-  pool.parallel_for(i64(pieces), [&](i64 first, i64 last) {
-    for (i64 piece = first; piece < last; ++piece) {
-      double* sums = piece_sums.data() + std::size_t(piece) * lags.size();
-      i64* counts = piece_counts.data() + std::size_t(piece) * lags.size();
-      const std::size_t end = std::min(chosen.size(), std::size_t(piece + 1) * kBlocksPerPiece);
-      std::vector<double> hood;
-      for (std::size_t b = std::size_t(piece) * kBlocksPerPiece; b < end; ++b) {
-        const Block& k = *chosen[b];
-        load_neighbourhood(k.x, k.y, k.z, hood, false);
-        for (std::size_t l = 0; l < lags.size(); ++l) {
-          double sum = 0;
-          i64 count = 0;
-          block_sum(hood, std::span<const Lag>(&lags[l], 1), sum, count);
-          sums[l] += sum;
-          counts[l] += count;
-        }
-      }
-    }
-  });
+  // Every lag over the chosen blocks, added block by block in order.
+  std::vector<Block> chosen;
+  for (std::size_t b = 0; b < flat.size(); b += step) chosen.push_back(flat[b]);
+  const LagSums t = lag_sums(reads, chosen, lags, padding);
   std::vector<double> variance(lags.size());
   std::vector<i64> pairs(lags.size());
   for (std::size_t l = 0; l < lags.size(); ++l) {
     double sum = 0;
     i64 count = 0;
-    for (std::size_t piece = 0; piece < pieces; ++piece) {
-      sum += piece_sums[piece * lags.size() + l];
-      count += piece_counts[piece * lags.size() + l];
-    }
+    for (std::size_t b = 0; b < chosen.size(); ++b) sum += t.sums[b * lags.size() + l], count += t.counts[b * lags.size() + l];
     pairs[l] = count;
     variance[l] = count > 0 ? sum / double(count) : 0;
   }

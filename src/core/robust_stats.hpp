@@ -1,6 +1,7 @@
 #pragma once
 // Robust statistics shared by the noise estimators (noise.cpp, noise_model.cpp).
 
+#include "core/image_reads.hpp"
 #include "cpu/thread_pool.hpp"
 
 #include <ctdenoise/noise.hpp>
@@ -11,6 +12,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <vector>
 
 namespace ctd::detail {
@@ -64,14 +66,11 @@ inline double kth_smallest(std::vector<double>& v, std::size_t k) {
 // of the three nearest values on either side, i.e. spikes in the histogram (-3024 HU outside a
 // CT's field of view, air clipped at the lowest stored value), not merely common values of
 // quantised data. Counted on a sample of at most a million voxels. Largest spike first.
-inline std::vector<float> find_padding(ConstVolumeView<float> in) {
+inline std::vector<float> find_padding(const ImageReads& reads) {
   using i64 = std::int64_t;
-  const i64 n = in.dims.count();
+  const i64 n = reads.dims().count();
   const i64 step = std::max<i64>(1, n / 1000000);
-  std::vector<float> sample(std::size_t((n + step - 1) / step));
-  cpu::for_each_piece(i64(sample.size()), i64(1) << 16, 0, [&](i64, i64 begin, i64 end) {
-    for (i64 k = begin; k < end; ++k) sample[std::size_t(k)] = in.data[k * step];
-  });
+  std::vector<float> sample = reads.every(step, (n + step - 1) / step);
   // Sorted in pieces on all cores, then merged: the same order as one sort.
   constexpr i64 kPiece = 1 << 16;
   const i64 size = i64(sample.size());
@@ -128,9 +127,13 @@ inline double robust_sigma(std::vector<double> values) {
   return sigma;
 }
 
-// estimate_noise with the padding values given (the whole image's, when `in` is a part of it),
-// from about max_samples residuals (every step-th position of larger images).
-NoiseEstimate estimate_noise_without(ConstVolumeView<float> in, NoiseEstimator estimator,
-                                     const std::vector<float>& padding, std::int64_t max_samples = 1000000);
+// estimate_noise with the padding values given, from about max_samples residuals (every step-th
+// position of larger images), of the slices [z0, z0 + nz) as an image of their own (nz < 0: to
+// the last slice).
+NoiseEstimate estimate_noise_without(const ImageReads& reads, NoiseEstimator estimator, std::span<const float> padding,
+                                     std::int64_t max_samples = 1000000, std::int64_t z0 = 0, std::int64_t nz = -1);
+
+// estimate_noise_model of the image `reads` reads (src/core/noise_model.cpp).
+NoiseModel estimate_noise_model(const ImageReads& reads);
 
 }  // namespace ctd::detail

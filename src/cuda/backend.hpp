@@ -1,11 +1,14 @@
 #pragma once
 // The CUDA backend as seen from src/core (no CUDA headers here). Parameters arrive validated.
 
+#include "core/image_reads.hpp"
+
 #include <ctdenoise/bilateral.hpp>
 #include <ctdenoise/exec.hpp>
 #include <ctdenoise/nlm.hpp>
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -69,5 +72,12 @@ HostTimes bilateral_host(ConstVolumeView<float> in, VolumeView<float> out, const
 HostTimes bilateral_host(ConstVolumeView<std::int16_t> in, VolumeView<float> out, const BilateralParams& params,
                          const std::array<int, 3>& radius, BilateralAlgorithm algorithm, CompressiveSettings* compressive,
                          const std::function<void()>& uploaded);
+
+// The automatic parameters' reads (src/core/image_reads.hpp) of an image on the GPU: float voxels
+// on the current device, read on `stream` (each read waits for it); or uploaded from host memory
+// (int16 as it is) into memory the reads own. Only the reads' results come back.
+std::unique_ptr<detail::ImageReads> device_reads(const float* image, const Dims& dims, CudaStream stream);
+std::unique_ptr<detail::ImageReads> uploaded_reads(ConstVolumeView<float> image);
+std::unique_ptr<detail::ImageReads> uploaded_reads(ConstVolumeView<std::int16_t> image);
 
 }  // namespace ctd::cuda

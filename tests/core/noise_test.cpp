@@ -59,9 +59,9 @@ TEST(NoiseEstimate, ASmallerSampleOfResidualsReadsTheSameLevel) {
   // step-th interior position, step = voxels / max_samples.
   const ctd::Volume v = testing_util::random_volume({301, 203, 5}, 17, -40, 40);  // uniform: sigma 40 / sqrt(3)
   const double truth = 80 / std::sqrt(12.0);
-  const ctd::NoiseEstimate all = ctd::detail::estimate_noise_without(v.view(), ctd::NoiseEstimator::PseudoResidual, {});
+  const ctd::NoiseEstimate all = ctd::detail::estimate_noise_without(*ctd::detail::host_reads(v.view()), ctd::NoiseEstimator::PseudoResidual, {});
   const ctd::NoiseEstimate some =
-      ctd::detail::estimate_noise_without(v.view(), ctd::NoiseEstimator::PseudoResidual, {}, 30000);
+      ctd::detail::estimate_noise_without(*ctd::detail::host_reads(v.view()), ctd::NoiseEstimator::PseudoResidual, {}, 30000);
   const std::int64_t interior = 299 * 201 * 3, step = v.size() / 30000;
   EXPECT_EQ(all.samples, interior);
   EXPECT_NEAR(double(some.samples), double(interior) / double(step), 2.0);

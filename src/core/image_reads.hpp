@@ -1,0 +1,90 @@
+// What the automatic parameters read of the image, from wherever it lies: the padding search's
+// sample, the noise estimates' residuals, the noise model's second differences and the risk
+// sample's blocks. host_reads reads host memory; cuda::device_reads (src/cuda/image_reads.cu)
+// reads the GPU's, so that only these reads' results cross the bus. Both give the same bits:
+// every value is computed from the same floats by the same operations in the same order (each
+// area's sums over its voxels in scan order), and what is made of them runs on the host.
+// C++17, for the CUDA sources.
+#pragma once
+
+#include <ctdenoise/exec.hpp>
+#include <ctdenoise/noise.hpp>
+#include <ctdenoise/volume.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace ctd::detail {
+
+// A residual (or Haar detail) and the value range of the voxels it was made from.
+struct Residual {
+  double value, range;
+};
+// A second difference's lag (dx, dy, dz) in voxels.
+struct Lag {
+  int dx, dy, dz;
+};
+// An in-plane square of kLagArea x kLagArea voxels of slice z whose first voxel is (x, y); it may
+// reach outside the image.
+struct LagArea {
+  std::int64_t x, y, z;
+};
+inline constexpr std::int64_t kLagArea = 8;
+// The first voxel of a block.
+struct Corner {
+  std::int64_t x, y, z;
+};
+
+class ImageReads {
+ public:
+  explicit ImageReads(const Dims& dims) : dims_(dims) {}
+  virtual ~ImageReads() = default;
+  ImageReads(const ImageReads&) = delete;
+  ImageReads& operator=(const ImageReads&) = delete;
+
+  const Dims& dims() const noexcept { return dims_; }
+  virtual bool on_device() const noexcept = 0;  // the GPU's memory
+
+  // Voxels k * step, k < count (in index order).
+  virtual std::vector<float> every(std::int64_t step, std::int64_t count) const = 0;
+
+  // The slices [z0, z0 + nz) as an image of their own: its pseudo-residuals (interior voxels:
+  // sqrt(4/5) or sqrt(6/7) x (centre - the mean of its 4 or 6 neighbours)) or orthonormal Haar
+  // diagonal details of 2 x 2 (x 2) blocks, at every step-th position of their grid in scan
+  // order, those whose voxels are all usable (finite and not in `padding`), in order.
+  virtual std::vector<Residual> residuals(NoiseEstimator estimator, std::int64_t z0, std::int64_t nz,
+                                          const std::vector<float>& padding, std::int64_t step) const = 0;
+
+  // For each area a and lag l: the sum of D(p)^2, D(p) = u(p - l) - 2 u(p) + u(p + l), over the
+  // area's voxels p in scan order (sums[a * lags.size() + l]) and their number (counts), leaving
+  // out p where any of the three voxels is outside the image or not usable.
+  virtual void lag_sums(const std::vector<LagArea>& areas, const std::vector<Lag>& lags, const std::vector<float>& padding,
+                        double* sums, std::int64_t* counts) const = 0;
+
+  // The blocks of (bxy, bxy, bz) voxels whose first voxels are origin + (i bxy, j bxy, k bz) for
+  // i < cx, j < cy, k < cz, in that scan order: how many of each one's voxels are not finite or
+  // equal `excluded` (a NaN excludes nothing).
+  virtual std::vector<std::int64_t> unusable_per_block(const Corner& origin, std::int64_t bxy, std::int64_t bz,
+                                                       std::int64_t cx, std::int64_t cy, std::int64_t cz,
+                                                       float excluded) const = 0;
+
+  // The blocks of `block` dims at `corners` copied side by side into `out`, which they fill: block
+  // b at ((b % per_row) * block.nx, (b / per_row) * block.ny, 0), per_row = out.nx / block.nx.
+  virtual void copy_blocks(const std::vector<Corner>& corners, const Dims& block, VolumeView<float> out) const = 0;
+
+ private:
+  Dims dims_;
+};
+
+// Reads of host memory, on all cores.
+std::unique_ptr<ImageReads> host_reads(ConstVolumeView<float> image);
+// Reads where filters run in `context`: on CUDA the image uploaded and read on the GPU; else
+// host memory (int16 voxels converted first).
+std::unique_ptr<ImageReads> reads_for(ConstVolumeView<float> image, const ExecContext& context);
+std::unique_ptr<ImageReads> reads_for(ConstVolumeView<std::int16_t> image, const ExecContext& context);
+// Reads of device memory (float voxels on the current device, on `stream`); Unsupported without
+// CUDA.
+std::unique_ptr<ImageReads> device_reads(const float* image, const Dims& dims, CudaStream stream);
+
+}  // namespace ctd::detail
