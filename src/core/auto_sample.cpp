@@ -234,13 +234,24 @@ void measure_level(Sample& s, const NoiseModel& noise) {
   const std::vector<float> padding = std::isnan(noise.excluded_value) ? std::vector<float>{}
                                                                        : std::vector<float>{float(noise.excluded_value)};
   const i64 tz = d.is_2d() ? 1 : std::min<i64>(4, d.nz);
+  // Each axis cut into n / size tiles (at least one), the remainder spread over them, so that the
+  // tiles cover the sample: a thin remainder left out kept the model's level and texture (the
+  // quiet parts') there, e.g. the last two of a 3D sample's ten slices at search radius 3 and
+  // patch radius 1, and the risk under-read the noise.
+  auto cuts = [](i64 n, i64 size) {
+    const i64 count = std::max<i64>(1, n / size);
+    std::vector<i64> at(std::size_t(count + 1));
+    for (i64 k = 0; k <= count; ++k) at[std::size_t(k)] = k * n / count;
+    return at;
+  };
+  const std::vector<i64> xs = cuts(d.nx, tile_xy), ys = cuts(d.ny, tile_xy), zs = cuts(d.nz, tz);
   std::vector<TileBox> tiles;
-  for (i64 z0 = 0; z0 < d.nz; z0 += tz)
-    for (i64 y0 = 0; y0 < d.ny; y0 += tile_xy)
-      for (i64 x0 = 0; x0 < d.nx; x0 += tile_xy) {
-        const Dims size{std::min(tile_xy, d.nx - x0), std::min(tile_xy, d.ny - y0), std::min(tz, d.nz - z0)};
+  for (std::size_t k = 0; k + 1 < zs.size(); ++k)
+    for (std::size_t j = 0; j + 1 < ys.size(); ++j)
+      for (std::size_t i = 0; i + 1 < xs.size(); ++i) {
+        const Dims size{xs[i + 1] - xs[i], ys[j + 1] - ys[j], zs[k + 1] - zs[k]};
         if (size.nx < 3 || size.ny < 3 || (!d.is_2d() && size.nz < 3)) continue;
-        tiles.push_back({x0, y0, z0, size});
+        tiles.push_back({xs[i], ys[j], zs[k], size});
       }
   std::vector<double> levels(tiles.size(), noise.sigma);
   std::vector<std::array<double, 3>> centres(tiles.size());
