@@ -230,28 +230,31 @@ void bind_filters(nb::module_& m) {
     const DeviceScope scope(ordinal);
     return without_gil([&] { return estimate_noise_model_device(reinterpret_cast<const float*>(in), d, as_stream(stream)); });
   });
-  m.def("auto_nlm_h_cuda", [](std::uintptr_t in, DimsTuple dims, const NlmParams& p, std::optional<NoiseModel> noise,
-                              int threads, double strength, std::uintptr_t stream, int ordinal) {
+  // A GPU array's automatic value: its noise model (given, or read on its GPU), then `choose`
+  // with the sample gathered there.
+  auto auto_cuda = [](std::uintptr_t in, DimsTuple dims, const std::optional<NoiseModel>& noise, int threads,
+                      std::uintptr_t stream, int ordinal, auto&& choose) {
     const Dims d = to_dims(dims);
     const DeviceScope scope(ordinal);
     const ExecContext context = make_context("cuda", threads);
     const auto* image = reinterpret_cast<const float*>(in);
     return choice_dict(without_gil([&] {
       const NoiseModel model = noise ? *noise : estimate_noise_model_device(image, d, as_stream(stream));
-      return auto_nlm_h_device(image, d, p, model, context, strength, as_stream(stream));
+      return choose(image, d, model, context, as_stream(stream));
     }));
+  };
+  m.def("auto_nlm_h_cuda", [=](std::uintptr_t in, DimsTuple dims, const NlmParams& p, std::optional<NoiseModel> noise,
+                               int threads, double strength, std::uintptr_t stream, int ordinal) {
+    return auto_cuda(in, dims, noise, threads, stream, ordinal, [&](auto image, auto d, auto& model, auto& context, auto s) {
+      return auto_nlm_h_device(image, d, p, model, context, strength, s);
+    });
   });
-  m.def("auto_bilateral_sigma_range_cuda", [](std::uintptr_t in, DimsTuple dims, const BilateralParams& p,
-                                              std::optional<NoiseModel> noise, int threads, double strength,
-                                              std::uintptr_t stream, int ordinal) {
-    const Dims d = to_dims(dims);
-    const DeviceScope scope(ordinal);
-    const ExecContext context = make_context("cuda", threads);
-    const auto* image = reinterpret_cast<const float*>(in);
-    return choice_dict(without_gil([&] {
-      const NoiseModel model = noise ? *noise : estimate_noise_model_device(image, d, as_stream(stream));
-      return auto_bilateral_sigma_range_device(image, d, p, model, context, strength, as_stream(stream));
-    }));
+  m.def("auto_bilateral_sigma_range_cuda", [=](std::uintptr_t in, DimsTuple dims, const BilateralParams& p,
+                                               std::optional<NoiseModel> noise, int threads, double strength,
+                                               std::uintptr_t stream, int ordinal) {
+    return auto_cuda(in, dims, noise, threads, stream, ordinal, [&](auto image, auto d, auto& model, auto& context, auto s) {
+      return auto_bilateral_sigma_range_device(image, d, p, model, context, strength, s);
+    });
   });
   m.def("auto_nlm_noise_sigma", [](const NoiseModel& noise, const NlmParams& p, DimsTuple dims) {
     return auto_nlm_noise_sigma(noise, p, to_dims(dims));

@@ -379,23 +379,31 @@ TEST(NoiseModel, AnatomyRisingWithinTheLimitIsNotCountedAsNoise) {
   }
 }
 
+// White Gaussian noise of sigma, smoothed across slices by [1 2 1] / 4 (scaled back to sigma) where
+// `overlapping`: rho = 2/3 with the next slice, 1/6 with the one after.
+ctd::Volume noise_across_slices(const ctd::Dims& d, double sigma, std::uint32_t seed, bool overlapping) {
+  ctd::Volume white({d.nx, d.ny, d.nz + 2});
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> normal(0, sigma);
+  for (i64 i = 0; i < white.size(); ++i) white.data()[i] = float(normal(rng));
+  const i64 plane = d.nx * d.ny;
+  ctd::Volume noise(d);
+  for (i64 z = 0; z < d.nz; ++z)
+    for (i64 i = 0; i < plane; ++i) {
+      const float* w = white.data() + (z + 1) * plane + i;
+      noise.data()[z * plane + i] = float(overlapping ? (w[-plane] + 2.0 * w[0] + w[plane]) / std::sqrt(6.0) : w[0]);
+    }
+  return noise;
+}
+
 TEST(NoiseModel, NoiseSmoothedAcrossSlicesIsMeasuredWithTheSecondSlicesCorrelation) {
   // White noise smoothed across slices by [1 2 1] / 4 on the phantom (flat blocks that hold the
   // noise: the model is measured, not a fallback): rho = 2/3 with the next slice, 1/6 with the
   // one after. With the second slice's correlation taken as 0, the first read 0.04-0.05 low.
   const ctd::Dims d{160, 144, 12};
-  const ctd::Volume clean = phantom(d);
-  ctd::Volume white({d.nx, d.ny, d.nz + 2});
-  std::mt19937 rng(31);
-  std::normal_distribution<double> normal(0, 25);
-  for (i64 i = 0; i < white.size(); ++i) white.data()[i] = float(normal(rng));
-  const i64 plane = d.nx * d.ny;
-  ctd::Volume noisy(d);
-  for (i64 z = 0; z < d.nz; ++z)
-    for (i64 i = 0; i < plane; ++i) {
-      const float* w = white.data() + (z + 1) * plane + i;
-      noisy.data()[z * plane + i] = float(clean.data()[z * plane + i] + (w[-plane] + 2.0 * w[0] + w[plane]) / std::sqrt(6.0));
-    }
+  ctd::Volume noisy = phantom(d);
+  const ctd::Volume noise = noise_across_slices(d, 25, 31, true);
+  for (i64 i = 0; i < noisy.size(); ++i) noisy.data()[i] += noise.data()[i];
   const ctd::NoiseModel m = ctd::estimate_noise_model(noisy.view());
   EXPECT_FALSE(m.fell_back_to_white);
   EXPECT_EQ(m.radius_z, 2);
@@ -415,18 +423,9 @@ TEST(NoiseModel, TheFallbackKeepsTheCorrelationAcrossSlices) {
   const ctd::Dims d{144, 128, 24};
   const ctd::Volume slice = smooth_field({d.nx, d.ny, 1}, taps, 150, 27);
   for (const bool overlapping : {false, true}) {
-    ctd::Volume white({d.nx, d.ny, d.nz + 2});
-    std::mt19937 rng(29);
-    std::normal_distribution<double> normal(0, 10);
-    for (i64 i = 0; i < white.size(); ++i) white.data()[i] = float(normal(rng));
+    ctd::Volume noisy = noise_across_slices(d, 10, 29, overlapping);
     const i64 plane = d.nx * d.ny;
-    ctd::Volume noisy(d);
-    for (i64 z = 0; z < d.nz; ++z)
-      for (i64 i = 0; i < plane; ++i) {
-        const float* w = white.data() + (z + 1) * plane + i;
-        const double n = overlapping ? (w[-plane] + 2.0 * w[0] + w[plane]) / std::sqrt(6.0) : w[0];
-        noisy.data()[z * plane + i] = float(slice.data()[i] + n);
-      }
+    for (i64 i = 0; i < noisy.size(); ++i) noisy.data()[i] += slice.data()[i % plane];
     const ctd::NoiseModel m = ctd::estimate_noise_model(noisy.view());
     EXPECT_TRUE(m.fell_back_to_white) << "overlapping " << overlapping;
     EXPECT_NEAR(m.sigma, 10, 1.5) << "overlapping " << overlapping;
