@@ -9,6 +9,8 @@
 
 #include <ctdenoise/error.hpp>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -211,10 +213,21 @@ class HostReads final : public ImageReads {
 
 }  // namespace
 
-std::unique_ptr<ImageReads> host_reads(ConstVolumeView<float> image) { return std::make_unique<HostReads>(image); }
+// Every read of an image starts here: an empty one is refused once, for all of them.
+void require_dims(const Dims& d) {
+  if (d.nx < 1 || d.ny < 1 || d.nz < 1) {
+    throw Error(ErrorKind::InvalidArgument, fmt::format("image dimensions must be >= 1, got {}x{}x{}", d.nx, d.ny, d.nz));
+  }
+}
+
+std::unique_ptr<ImageReads> host_reads(ConstVolumeView<float> image) {
+  require_dims(image.dims);
+  return std::make_unique<HostReads>(image);
+}
 
 template <class T>
 std::unique_ptr<ImageReads> reads_where_filters_run(ConstVolumeView<T> image, const ExecContext& context) {
+  require_dims(image.dims);
 #if CTD_HAVE_CUDA
   if (available_device(context.device) == Device::Cuda) return cuda::uploaded_reads(image);
 #else
@@ -230,6 +243,7 @@ std::unique_ptr<ImageReads> reads_for(ConstVolumeView<std::int16_t> image, const
 }
 
 std::unique_ptr<ImageReads> device_reads(const float* image, const Dims& dims, CudaStream stream) {
+  require_dims(dims);
 #if CTD_HAVE_CUDA
   return cuda::device_reads(image, dims, stream);
 #else

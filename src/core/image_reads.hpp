@@ -77,7 +77,8 @@ class ImageReads {
   Dims dims_;
 };
 
-// Reads of host memory, on all cores.
+// Reads of host memory, on all cores. Each of these makers refuses an image with a dimension
+// under 1 (InvalidArgument).
 std::unique_ptr<ImageReads> host_reads(ConstVolumeView<float> image);
 // Reads where filters run in `context`: on CUDA the image uploaded and read on the GPU; else
 // host memory (int16 voxels converted first).

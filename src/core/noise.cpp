@@ -36,10 +36,6 @@ double padding_value(ConstVolumeView<float> image) {
 }
 
 NoiseEstimate estimate_noise(ConstVolumeView<float> in, NoiseEstimator estimator) {
-  const Dims d = in.dims;
-  if (d.nx < 1 || d.ny < 1 || d.nz < 1) {
-    throw Error(ErrorKind::InvalidArgument, fmt::format("image dimensions must be >= 1, got {}x{}x{}", d.nx, d.ny, d.nz));
-  }
   const auto reads = detail::host_reads(in);
   return detail::estimate_noise_without(*reads, estimator, find_padding(*reads));
 }

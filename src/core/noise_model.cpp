@@ -198,31 +198,19 @@ bool is_flat(double activity, double anchor) { return !std::isnan(activity) && s
 
 }  // namespace
 
-namespace {
-void check_dims(const Dims& d) {
-  if (d.nx < 1 || d.ny < 1 || d.nz < 1) {
-    throw Error(ErrorKind::InvalidArgument, fmt::format("image dimensions must be >= 1, got {}x{}x{}", d.nx, d.ny, d.nz));
-  }
-}
-}  // namespace
-
 NoiseModel estimate_noise_model(ConstVolumeView<float> in) {
-  check_dims(in.dims);
   return detail::estimate_noise_model(*detail::host_reads(in));
 }
 
 NoiseModel estimate_noise_model(ConstVolumeView<float> image, const ExecContext& context) {
-  check_dims(image.dims);
   return detail::estimate_noise_model(*detail::reads_for(image, context));
 }
 
 NoiseModel estimate_noise_model(ConstVolumeView<std::int16_t> image, const ExecContext& context) {
-  check_dims(image.dims);
   return detail::estimate_noise_model(*detail::reads_for(image, context));
 }
 
 NoiseModel estimate_noise_model_device(const float* device_image, const Dims& dims, CudaStream stream) {
-  check_dims(dims);
   return detail::estimate_noise_model(*detail::device_reads(device_image, dims, stream));
 }
 

@@ -5,6 +5,8 @@
 
 #include "core/image_reads.hpp"
 
+#include <ctdenoise/auto_params.hpp>
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -186,6 +188,19 @@ TEST(ImageReads, Int16VoxelsReadAsTheirFloatValues) {
   EXPECT_EQ(s1, s2);
   EXPECT_EQ(c1, c2);
   EXPECT_EQ(from_int16->every(3, 100), from_float->every(3, 100));
+}
+
+TEST(ImageReads, AnEmptyImageIsRefusedWhereverItIsRead) {
+  const std::vector<float> none;
+  ctd::ExecContext cpu;
+  cpu.device = ctd::Device::Cpu;
+  for (const ctd::Dims d : {ctd::Dims{0, 4, 4}, ctd::Dims{4, 0, 4}, ctd::Dims{4, 4, 0}}) {
+    const ctd::ConstVolumeView<float> empty{none.data(), d};
+    EXPECT_TRUE(testing_util::throws_kind([&] { ctd::detail::host_reads(empty); }, ctd::ErrorKind::InvalidArgument));
+    EXPECT_TRUE(testing_util::throws_kind([&] { ctd::AutoInput(empty, cpu); }, ctd::ErrorKind::InvalidArgument));
+    EXPECT_TRUE(testing_util::throws_kind([&] { ctd::estimate_noise_model(empty); }, ctd::ErrorKind::InvalidArgument));
+    EXPECT_TRUE(testing_util::throws_kind([&] { ctd::estimate_noise_model_device(nullptr, d); }, ctd::ErrorKind::InvalidArgument));
+  }
 }
 
 }  // namespace
