@@ -73,10 +73,10 @@ class HostReads final : public ImageReads {
       all.resize(used);
       return all;
     };
+    const ResidualGrid grid = residual_grid(estimator, d);
+    const double scale = grid.scale;
     if (estimator == NoiseEstimator::PseudoResidual) {
-      // Interior voxels only: every residual uses its full neighbourhood.
-      const double scale = flat ? std::sqrt(4.0 / 5.0) : std::sqrt(6.0 / 7.0);
-      return collect(d.nx - 2, d.ny - 2, flat ? 1 : d.nz - 2, [&](i64 gx, i64 gy, i64 gz, Residual& r) {
+      return collect(grid.nx, grid.ny, grid.nz, [&](i64 gx, i64 gy, i64 gz, Residual& r) {
         const i64 x = gx + 1, y = gy + 1, z = flat ? 0 : gz + 1;
         float neighbours[6] = {u(x - 1, y, z), u(x + 1, y, z), u(x, y - 1, z), u(x, y + 1, z), 0, 0};
         int count = 4;
@@ -101,8 +101,7 @@ class HostReads final : public ImageReads {
       });
     }
     // Orthonormal Haar: the diagonal detail of each 2x2 (2x2x2) block has the noise's variance.
-    const double scale = flat ? 0.5 : 1.0 / std::sqrt(8.0);
-    return collect(d.nx / 2, d.ny / 2, flat ? d.nz : d.nz / 2, [&](i64 gx, i64 gy, i64 gz, Residual& r) {
+    return collect(grid.nx, grid.ny, grid.nz, [&](i64 gx, i64 gy, i64 gz, Residual& r) {
       const i64 x = 2 * gx, y = 2 * gy, z = flat ? gz : 2 * gz;
       double detail = 0;
       bool ok = true;

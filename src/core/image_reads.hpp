@@ -11,6 +11,7 @@
 #include <ctdenoise/noise.hpp>
 #include <ctdenoise/volume.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -35,6 +36,22 @@ inline constexpr std::int64_t kLagArea = 8;
 struct Corner {
   std::int64_t x, y, z;
 };
+
+// Where a noise estimate's residuals are taken over an image of dims d: the interior voxels
+// (pseudo-residuals, each with its full neighbourhood) or the 2 x 2 (x 2) blocks (Haar diagonal
+// details), a grid of nx x ny x nz positions in scan order, and the scale that gives each the
+// noise's variance.
+struct ResidualGrid {
+  std::int64_t nx, ny, nz;
+  double scale;
+};
+inline ResidualGrid residual_grid(NoiseEstimator estimator, const Dims& d) {
+  const bool flat = d.is_2d();
+  if (estimator == NoiseEstimator::PseudoResidual) {
+    return {d.nx - 2, d.ny - 2, flat ? 1 : d.nz - 2, flat ? std::sqrt(4.0 / 5.0) : std::sqrt(6.0 / 7.0)};
+  }
+  return {d.nx / 2, d.ny / 2, flat ? d.nz : d.nz / 2, flat ? 0.5 : 1.0 / std::sqrt(8.0)};
+}
 
 class ImageReads {
  public:

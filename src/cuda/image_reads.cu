@@ -220,12 +220,12 @@ class DeviceReads final : public detail::ImageReads {
                                   i64 step) const override {
     const Dims d{dims().nx, dims().ny, nz};
     const bool flat = d.is_2d(), pseudo = estimator == NoiseEstimator::PseudoResidual;
-    const i64 gnx = pseudo ? d.nx - 2 : d.nx / 2, gny = pseudo ? d.ny - 2 : d.ny / 2;
-    const i64 gnz = pseudo ? (flat ? 1 : d.nz - 2) : (flat ? d.nz : d.nz / 2);
-    const i64 positions = std::max<i64>(0, gnx) * std::max<i64>(0, gny) * std::max<i64>(0, gnz);
+    const detail::ResidualGrid grid = detail::residual_grid(estimator, d);
+    const i64 gnx = grid.nx, gny = grid.ny;
+    const i64 positions = std::max<i64>(0, grid.nx) * std::max<i64>(0, grid.ny) * std::max<i64>(0, grid.nz);
     const i64 sampled = (positions + step - 1) / step;
     if (sampled == 0) return {};
-    const double scale = pseudo ? (flat ? std::sqrt(4.0 / 5.0) : std::sqrt(6.0 / 7.0)) : (flat ? 0.5 : 1.0 / std::sqrt(8.0));
+    const double scale = grid.scale;
     DeviceBuffer<double> values{std::size_t(sampled)}, ranges{std::size_t(sampled)};
     DeviceBuffer<unsigned char> kept{std::size_t(sampled)};
     const T* slices = in_ + z0 * d.nx * d.ny;
