@@ -295,7 +295,7 @@ void run_simulate(const InputOptions& input, const RunOptions& run, const Simula
     job.description = fmt::format("ctdenoise {} simulate gaussian sigma={} seed={}", CTD_VERSION, options.gaussian_noise, p.seed);
     job.filter = [&](const io::Image& in, Volume& out, const ExecContext&) {
       out = add_gaussian_noise(in.volume, options.gaussian_noise, p.seed);
-      return FilterRun{Device::Cpu, "gaussian-noise", 1, {}};
+      return FilterRun{Device::Cpu, "gaussian-noise", 1, {}, {}};
     };
   } else {
     job.parameters = {{"model", "parallel-beam projection, Poisson + electronic noise, FBP"},
@@ -309,7 +309,7 @@ void run_simulate(const InputOptions& input, const RunOptions& run, const Simula
                                   CTD_VERSION, p.angles, p.photons, p.electronic_sigma, options.window, p.seed);
     job.filter = [&](const io::Image& in, Volume& out, const ExecContext&) {
       out = simulate_low_dose(in.volume, p);
-      return FilterRun{Device::Cpu, "projection-fbp", 0, {}};  // threads: all hardware threads
+      return FilterRun{Device::Cpu, "projection-fbp", 0, {}, {}};  // threads: all hardware threads
     };
   }
   run_filter(input, run, job);
@@ -323,7 +323,7 @@ void run_convert(const InputOptions& input, const RunOptions& run) {
   job.uses_device = false;
   job.filter = [](const io::Image& in, Volume& out, const ExecContext&) {
     out = in.volume;
-    return FilterRun{Device::Cpu, "copy", 1, {}};
+    return FilterRun{Device::Cpu, "copy", 1, {}, {}};
   };
   run_filter(input, run, job);
 }

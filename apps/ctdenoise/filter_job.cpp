@@ -83,6 +83,7 @@ void run_filter(const InputOptions& input, const RunOptions& run, FilterJob& job
   ExecContext context;
   context.device = device_from_string(run.device);
   context.threads = run.threads;
+  context.output_statistics = !run.json.empty();  // the report's, from the GPU where it filters
   // The CUDA driver and context start (0.3-0.5 s) on a thread of their own while the input is
   // read and the noise measured. A device asked for and missing is reported before the first
   // filter run (the automatic strength's, or the filter's).
@@ -164,11 +165,13 @@ void run_filter(const InputOptions& input, const RunOptions& run, FilterJob& job
     write_options.description += fmt::format(" variant={} device={}", result.algorithm, to_string(result.device));
   }
 
-  // The output's statistics for the report are taken while the file is written (a pass over
-  // memory beside one bound by the file system).
+  // The output's statistics for the report: measured by the GPU where it filtered, else taken
+  // while the file is written (a pass over memory beside one bound by the file system).
   std::future<json> output_statistics;
   if (!run.json.empty()) {
-    output_statistics = in_background([&output] { return to_json(statistics(output.view())); });
+    output_statistics = result.output_statistics
+                            ? std::async(std::launch::deferred, [s = *result.output_statistics] { return to_json(s); })
+                            : in_background([&output] { return to_json(statistics(output.view())); });
   }
   const auto write_start = std::chrono::steady_clock::now();
   const io::WriteResult written = [&] {

@@ -1,6 +1,7 @@
 #pragma once
 // Image quality figures for comparing a test image with a reference (ctdenoise compare).
 
+#include <ctdenoise/statistics.hpp>
 #include <ctdenoise/volume.hpp>
 
 #include <array>
@@ -19,11 +20,8 @@ struct RegionStats {
   std::int64_t voxels = 0;
 };
 
-// Minimum, maximum, mean and standard deviation of every voxel (all zero for an empty image).
-// Multithreaded; the same figures on any number of threads.
-struct Statistics {
-  double min = 0, max = 0, mean = 0, std = 0;
-};
+// Statistics of every voxel (statistics.hpp). Multithreaded; the same figures on any number of
+// threads.
 Statistics statistics(ConstVolumeView<float> image);
 
 // All throw InvalidArgument for different dims, empty or out-of-bounds regions, data_range <= 0.

@@ -208,11 +208,13 @@ FilterRun bilateral_from_host(ConstVolumeView<T> in, VolumeView<float> out, cons
     CompressiveSettings settings;
     const cuda::HostTimes times =
         run.int16_input
-            ? cuda::bilateral_host(*run.int16_input, out, params, radius, algorithm, &settings, context.on_uploaded)
-            : cuda::bilateral_host(run.input, out, params, radius, algorithm, &settings, context.on_uploaded);
+            ? cuda::bilateral_host(*run.int16_input, out, params, radius, algorithm, &settings, context.on_uploaded,
+                                   context.output_statistics)
+            : cuda::bilateral_host(run.input, out, params, radius, algorithm, &settings, context.on_uploaded,
+                                   context.output_statistics);
     if (!times.input_finite) run.reject_non_finite_input();
     if (context.progress) context.progress(1.0);
-    FilterRun result{Device::Cuda, std::string(to_string(algorithm)), 0, times.details()};
+    FilterRun result{Device::Cuda, std::string(to_string(algorithm)), 0, times.details(), times.output_statistics};
     if (algorithm == BilateralAlgorithm::Compressive) result.details.merge(compressive_details(settings));
     return result;
   }
@@ -221,10 +223,10 @@ FilterRun bilateral_from_host(ConstVolumeView<T> in, VolumeView<float> out, cons
   cpu::ThreadPool pool(run.threads);
   if (algorithm == BilateralAlgorithm::Compressive) {
     const CompressiveSettings s = cpu::bilateral_compressive(input, out, params, radius, pool, context.progress);
-    return {run.device, std::string(to_string(BilateralAlgorithm::Compressive)), run.threads, compressive_details(s)};
+    return {run.device, std::string(to_string(BilateralAlgorithm::Compressive)), run.threads, compressive_details(s), {}};
   }
   cpu::bilateral_direct(input, out, params, radius, pool, context.progress);
-  return {run.device, std::string(to_string(BilateralAlgorithm::Direct)), run.threads, {}};
+  return {run.device, std::string(to_string(BilateralAlgorithm::Direct)), run.threads, {}, {}};
 }
 
 }  // namespace
@@ -254,7 +256,7 @@ FilterRun bilateral_device(const float* device_in, float* device_out, const Dims
   const BilateralAlgorithm algorithm = resolve_algorithm(params.algorithm, Device::Cuda, dims, radius);
   check_recursive_sigma(params, algorithm, dims);
   cuda::check_bilateral_supported(dims, params, radius, algorithm);
-  FilterRun result{Device::Cuda, std::string(to_string(algorithm)), 0, {}};
+  FilterRun result{Device::Cuda, std::string(to_string(algorithm)), 0, {}, {}};
   CompressiveSettings settings;
   float lo = 0;
   if (algorithm == BilateralAlgorithm::Compressive) {

@@ -93,12 +93,13 @@ FilterRun nlm_from_host(ConstVolumeView<T> in, VolumeView<float> out, const NlmP
 #if CTD_HAVE_CUDA
   if (run.device == Device::Cuda) {
     cuda::check_nlm_supported(in.dims, params, algorithm);
-    const cuda::HostTimes times = run.int16_input
-                                      ? cuda::nlm_host(*run.int16_input, out, params, algorithm, context.on_uploaded)
-                                      : cuda::nlm_host(run.input, out, params, algorithm, context.on_uploaded);
+    const cuda::HostTimes times =
+        run.int16_input
+            ? cuda::nlm_host(*run.int16_input, out, params, algorithm, context.on_uploaded, context.output_statistics)
+            : cuda::nlm_host(run.input, out, params, algorithm, context.on_uploaded, context.output_statistics);
     if (!times.input_finite) run.reject_non_finite_input();
     if (context.progress) context.progress(1.0);
-    return {Device::Cuda, std::string(to_string(algorithm)), 0, times.details()};
+    return {Device::Cuda, std::string(to_string(algorithm)), 0, times.details(), times.output_statistics};
   }
 #endif
   const ConstVolumeView<float> input = run.float_input();
@@ -110,10 +111,10 @@ FilterRun nlm_from_host(ConstVolumeView<T> in, VolumeView<float> out, const NlmP
                                           "weight only");
     }
     cpu::nlm_blockwise(input, out, params, pool, context.progress);
-    return {run.device, std::string(to_string(algorithm)), run.threads, {{"approximate", 1.0}}};
+    return {run.device, std::string(to_string(algorithm)), run.threads, {{"approximate", 1.0}}, {}};
   }
   cpu::nlm_displacement(input, out, params, pool, context.progress);
-  return {run.device, std::string(to_string(algorithm)), run.threads, {}};
+  return {run.device, std::string(to_string(algorithm)), run.threads, {}, {}};
 }
 
 }  // namespace
@@ -137,7 +138,7 @@ FilterRun nlm_device(const float* device_in, float* device_out, const Dims& dims
   const NlmAlgorithm algorithm = resolve_algorithm(params.algorithm, Device::Cuda);
   cuda::check_nlm_supported(dims, params, algorithm);
   cuda::nlm_device(device_in, device_out, dims, params, algorithm, stream);
-  return {Device::Cuda, std::string(to_string(algorithm)), 0, {}};
+  return {Device::Cuda, std::string(to_string(algorithm)), 0, {}, {}};
 #else
   (void)device_in, (void)device_out, (void)stream;
   throw Error(ErrorKind::Unsupported, "this build of ctdenoise has no CUDA backend");

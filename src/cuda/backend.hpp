@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -38,6 +39,8 @@ struct HostTimes {
   // The stages overlapped (the volume went up and down in slabs): upload_ms and download_ms are
   // the host's two loops, kernel_ms ran beside them.
   bool overlapped = false;
+  // Where asked for: the output's statistics (statistics_device).
+  std::optional<Statistics> output_statistics;
   // As FilterRun::details.
   std::map<std::string, double> details() const {
     std::map<std::string, double> d = {
@@ -47,11 +50,12 @@ struct HostTimes {
   }
 };
 // Upload, filter, download, synchronise (int16 input converted on the device); `uploaded` (if
-// set) is called once the input is on the device.
+// set) is called once the input is on the device; with `output_statistics` the output's are
+// measured on the device after the download (HostTimes::output_statistics).
 HostTimes nlm_host(ConstVolumeView<float> in, VolumeView<float> out, const NlmParams& params, NlmAlgorithm algorithm,
-                   const std::function<void()>& uploaded);
+                   const std::function<void()>& uploaded, bool output_statistics);
 HostTimes nlm_host(ConstVolumeView<std::int16_t> in, VolumeView<float> out, const NlmParams& params, NlmAlgorithm algorithm,
-                   const std::function<void()>& uploaded);
+                   const std::function<void()>& uploaded, bool output_statistics);
 
 // Bilateral: Unsupported for what the variant cannot take (before any work).
 void check_bilateral_supported(const Dims& dims, const BilateralParams& params, const std::array<int, 3>& radius,
@@ -68,10 +72,10 @@ std::pair<float, float> value_range_device(const float* in, const Dims& dims, Cu
 // `*compressive`.
 HostTimes bilateral_host(ConstVolumeView<float> in, VolumeView<float> out, const BilateralParams& params,
                          const std::array<int, 3>& radius, BilateralAlgorithm algorithm, CompressiveSettings* compressive,
-                         const std::function<void()>& uploaded);
+                         const std::function<void()>& uploaded, bool output_statistics);
 HostTimes bilateral_host(ConstVolumeView<std::int16_t> in, VolumeView<float> out, const BilateralParams& params,
                          const std::array<int, 3>& radius, BilateralAlgorithm algorithm, CompressiveSettings* compressive,
-                         const std::function<void()>& uploaded);
+                         const std::function<void()>& uploaded, bool output_statistics);
 
 // The automatic parameters' reads (src/core/image_reads.hpp) of an image on the GPU: float voxels
 // on the current device, read on `stream` (each read waits for it); or uploaded from host memory

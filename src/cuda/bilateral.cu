@@ -1048,40 +1048,11 @@ void run_bilateral(const float* d_in, float* d_out, const Dims& dims, const Bila
   CTD_CUDA_CHECK_LAUNCH();
 }
 
-// Least and greatest voxel, reduced per block into `out` (2 floats per block), then on the host.
-__global__ void min_max_kernel(const float* __restrict__ in, long long n, float2* __restrict__ out) {
-  float lo = INFINITY, hi = -INFINITY;
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
-    lo = fminf(lo, in[i]);
-    hi = fmaxf(hi, in[i]);
-  }
-  for (int offset = 16; offset > 0; offset /= 2) {
-    lo = fminf(lo, __shfl_down_sync(0xffffffffu, lo, offset));
-    hi = fmaxf(hi, __shfl_down_sync(0xffffffffu, hi, offset));
-  }
-  __shared__ float2 warps[32];
-  if (threadIdx.x % 32 == 0) warps[threadIdx.x / 32] = make_float2(lo, hi);
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    float2 r = warps[0];
-    for (int w = 1; w < int(blockDim.x / 32); ++w) r = make_float2(fminf(r.x, warps[w].x), fmaxf(r.y, warps[w].y));
-    out[blockIdx.x] = r;
-  }
-}
-
 }  // namespace
 
 std::pair<float, float> value_range_device(const float* d_in, const Dims& dims, cudaStream_t stream) {
-  constexpr int kBlocks = 1024, kThreads = 256;
-  DeviceBuffer<float2> partial(kBlocks);
-  min_max_kernel<<<kBlocks, kThreads, 0, stream>>>(d_in, dims.count(), partial.data());
-  CTD_CUDA_CHECK_LAUNCH();
-  std::vector<float2> host(kBlocks);
-  CTD_CUDA_CHECK(cudaMemcpyAsync(host.data(), partial.data(), kBlocks * sizeof(float2), cudaMemcpyDeviceToHost, stream));
-  CTD_CUDA_CHECK(cudaStreamSynchronize(stream));
-  float lo = INFINITY, hi = -INFINITY;
-  for (const float2& r : host) lo = std::min(lo, r.x), hi = std::max(hi, r.y);
-  return {lo, hi};
+  const Statistics s = statistics_device(d_in, std::size_t(dims.count()), stream);
+  return {float(s.min), float(s.max)};
 }
 
 void bilateral_device(const float* d_in, float* d_out, const Dims& dims, const BilateralParams& params,
@@ -1097,18 +1068,19 @@ namespace {
 template <class T>
 HostTimes bilateral_from_host(ConstVolumeView<T> in, VolumeView<float> out, const BilateralParams& params,
                               const std::array<int, 3>& radius, BilateralAlgorithm algorithm,
-                              CompressiveSettings* compressive, const std::function<void()>& uploaded) {
+                              CompressiveSettings* compressive, const std::function<void()>& uploaded,
+                              bool output_statistics) {
   if (algorithm == BilateralAlgorithm::Fused) {
     const int slabs = slab_count(in.dims, radius[2]);
     if (slabs > 1) {
       const BfParams k = make_params(in.dims, params, radius);
-      return run_from_host_in_slabs(in, out, k.rz, slabs, uploaded,
+      return run_from_host_in_slabs(in, out, k.rz, slabs, uploaded, output_statistics,
                                     [&](const float* d_in, float* d_out, int z0, int z1, cudaStream_t stream) {
                                       queue_fused(d_in, d_out, k, z0, z1, stream);
                                     });
     }
   }
-  return run_from_host(in, out, work_floats(in.dims, params, radius, algorithm) * sizeof(float), uploaded,
+  return run_from_host(in, out, work_floats(in.dims, params, radius, algorithm) * sizeof(float), uploaded, output_statistics,
                        [&](const float* d_in, float* d_out, void* work, cudaStream_t stream) {
                          CompressiveSettings settings;
                          float lo = 0;
@@ -1128,14 +1100,14 @@ HostTimes bilateral_from_host(ConstVolumeView<T> in, VolumeView<float> out, cons
 
 HostTimes bilateral_host(ConstVolumeView<float> in, VolumeView<float> out, const BilateralParams& params,
                          const std::array<int, 3>& radius, BilateralAlgorithm algorithm, CompressiveSettings* compressive,
-                         const std::function<void()>& uploaded) {
-  return bilateral_from_host(in, out, params, radius, algorithm, compressive, uploaded);
+                         const std::function<void()>& uploaded, bool output_statistics) {
+  return bilateral_from_host(in, out, params, radius, algorithm, compressive, uploaded, output_statistics);
 }
 
 HostTimes bilateral_host(ConstVolumeView<std::int16_t> in, VolumeView<float> out, const BilateralParams& params,
                          const std::array<int, 3>& radius, BilateralAlgorithm algorithm, CompressiveSettings* compressive,
-                         const std::function<void()>& uploaded) {
-  return bilateral_from_host(in, out, params, radius, algorithm, compressive, uploaded);
+                         const std::function<void()>& uploaded, bool output_statistics) {
+  return bilateral_from_host(in, out, params, radius, algorithm, compressive, uploaded, output_statistics);
 }
 
 }  // namespace ctd::cuda

@@ -337,6 +337,65 @@ void int16_to_float(const std::int16_t* in, float* out, std::size_t count, cudaS
   CTD_CUDA_CHECK(cudaGetLastError());
 }
 
+namespace {
+
+struct StatisticsPart {
+  float min, max;
+  double sum, sum2;
+};
+
+constexpr unsigned kStatisticsBlocks = 1024, kStatisticsThreads = 256;
+
+// One part per block: its threads' strided shares, then a tree over the block in a fixed order.
+__global__ void statistics_kernel(const float* __restrict__ in, std::size_t count, StatisticsPart* __restrict__ parts) {
+  StatisticsPart p{INFINITY, -INFINITY, 0, 0};
+  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += std::size_t(gridDim.x) * blockDim.x) {
+    const float v = in[i];
+    p.min = fminf(p.min, v);
+    p.max = fmaxf(p.max, v);
+    p.sum += v;
+    p.sum2 += double(v) * v;
+  }
+  __shared__ StatisticsPart shared[kStatisticsThreads];
+  shared[threadIdx.x] = p;
+  __syncthreads();
+  for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) {
+      StatisticsPart& a = shared[threadIdx.x];
+      const StatisticsPart& b = shared[threadIdx.x + half];
+      a.min = fminf(a.min, b.min);
+      a.max = fmaxf(a.max, b.max);
+      a.sum += b.sum;
+      a.sum2 += b.sum2;
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) parts[blockIdx.x] = shared[0];
+}
+
+}  // namespace
+
+Statistics statistics_device(const float* in, std::size_t count, cudaStream_t stream) {
+  Statistics s;
+  if (count == 0) return s;
+  // The parts' memory: kept per thread, like the host calls' volumes (no allocation per call).
+  thread_local DeviceBuffer<StatisticsPart> parts(kStatisticsBlocks);
+  const unsigned blocks = unsigned(std::min<std::size_t>(kStatisticsBlocks, (count + kStatisticsThreads - 1) / kStatisticsThreads));
+  statistics_kernel<<<blocks, kStatisticsThreads, 0, stream>>>(in, count, parts.data());
+  CTD_CUDA_CHECK(cudaGetLastError());
+  std::vector<StatisticsPart> host(blocks);
+  CTD_CUDA_CHECK(cudaMemcpyAsync(host.data(), parts.data(), blocks * sizeof(StatisticsPart), cudaMemcpyDeviceToHost, stream));
+  CTD_CUDA_CHECK(cudaStreamSynchronize(stream));
+  float lo = host[0].min, hi = host[0].max;
+  double sum = 0, sum2 = 0;
+  for (const StatisticsPart& p : host) lo = std::min(lo, p.min), hi = std::max(hi, p.max), sum += p.sum, sum2 += p.sum2;
+  s.min = lo;
+  s.max = hi;
+  s.mean = sum / double(count);
+  s.std = std::sqrt(std::max(0.0, sum2 / double(count) - s.mean * s.mean));
+  return s;
+}
+
 void copy_to_host(float* host, const float* device, std::size_t count, cudaStream_t stream, const ChunkHook& queuing) {
   const std::size_t bytes = count * sizeof(float);
   if (bytes <= kDirectBytes) {

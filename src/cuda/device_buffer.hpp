@@ -4,6 +4,8 @@
 
 #include "cuda/cuda_check.hpp"
 
+#include <ctdenoise/statistics.hpp>
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -89,6 +91,10 @@ void copy_bytes_to_device(void* device, const void* host, std::size_t bytes, cud
 void int16_to_float(const std::int16_t* in, float* out, std::size_t count, cudaStream_t stream);
 void copy_to_host(float* host, const float* device, std::size_t count, cudaStream_t stream,
                   const ChunkHook& queuing = {});
+// The statistics of `count` floats of device memory, after the work queued on `stream`: each
+// block of a fixed grid reduces its strided share (double sums), the host adds the blocks' in
+// order, so a volume gives the same figures on every run. Waits for `stream`.
+Statistics statistics_device(const float* in, std::size_t count, cudaStream_t stream);
 
 // Milliseconds the host spent in f().
 template <class F>

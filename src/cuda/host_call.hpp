@@ -14,7 +14,8 @@
 
 namespace ctd::cuda {
 
-// `uploaded` (if set) is called once the input is on the device.
+// `uploaded` (if set) is called once the input is on the device; with `output_statistics` the
+// output's statistics are measured on the device once it is down (statistics_device).
 // `queue(d_in, d_out, d_workspace, stream)` queues the filter over device memory; the input and
 // output volumes and `workspace_bytes` of workspace are the calling thread's kept memory. Int16
 // input is uploaded as it is (half the bytes of float32) and converted on the device; the upload
@@ -22,7 +23,7 @@ namespace ctd::cuda {
 // nothing runs and input_finite is false.
 template <class T, class Queue>
 HostTimes run_from_host(ConstVolumeView<T> in, VolumeView<float> out, std::size_t workspace_bytes,
-                        const std::function<void()>& uploaded, Queue&& queue) {
+                        const std::function<void()>& uploaded, bool output_statistics, Queue&& queue) {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, std::int16_t>, "float32 or int16 input");
   const std::size_t n = std::size_t(in.dims.count());
   constexpr bool converted = !std::is_same_v<T, float>;
@@ -51,6 +52,7 @@ HostTimes run_from_host(ConstVolumeView<T> in, VolumeView<float> out, std::size_
   stop.record(stream);
   times.kernel_ms = stop.elapsed_since(start);
   times.download_ms = host_ms([&] { copy_to_host(out.data, d_out, n, stream); });
+  if (output_statistics) times.output_statistics = statistics_device(d_out, n, stream);
   return times;
 }
 
@@ -71,7 +73,8 @@ inline int slab_count(const Dims& dims, int halo_z) {
 // time), kernel_ms the filter's (beside both), and `overlapped` is set.
 template <class T, class QueueSlab>
 HostTimes run_from_host_in_slabs(ConstVolumeView<T> in, VolumeView<float> out, int halo_z, int slabs,
-                                 const std::function<void()>& uploaded, QueueSlab&& queue_slab) {
+                                 const std::function<void()>& uploaded, bool output_statistics,
+                                 QueueSlab&& queue_slab) {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, std::int16_t>, "float32 or int16 input");
   const Dims& dims = in.dims;
   const std::size_t n = std::size_t(dims.count()), plane = std::size_t(dims.nx) * std::size_t(dims.ny);
@@ -133,6 +136,8 @@ HostTimes run_from_host_in_slabs(ConstVolumeView<T> in, VolumeView<float> out, i
     });
   });
   times.kernel_ms = stop.elapsed_since(start);
+  // `copies` has waited for every slab.
+  if (output_statistics) times.output_statistics = statistics_device(d_out, n, copies);
   return times;
 }
 

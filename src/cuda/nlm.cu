@@ -465,9 +465,9 @@ namespace {
 
 template <class T>
 HostTimes nlm_from_host(ConstVolumeView<T> in, VolumeView<float> out, const NlmParams& params, NlmAlgorithm algorithm,
-                        const std::function<void()>& uploaded) {
+                        const std::function<void()>& uploaded, bool output_statistics) {
   const std::size_t workspace = workspace_floats(make_params(in.dims, params), params, algorithm);
-  return run_from_host(in, out, workspace * sizeof(float), uploaded,
+  return run_from_host(in, out, workspace * sizeof(float), uploaded, output_statistics,
                        [&](const float* d_in, float* d_out, void* work, cudaStream_t stream) {
                          run_variant(d_in, d_out, in.dims, params, algorithm, static_cast<float*>(work), stream);
                        });
@@ -476,13 +476,13 @@ HostTimes nlm_from_host(ConstVolumeView<T> in, VolumeView<float> out, const NlmP
 }  // namespace
 
 HostTimes nlm_host(ConstVolumeView<float> in, VolumeView<float> out, const NlmParams& params, NlmAlgorithm algorithm,
-                   const std::function<void()>& uploaded) {
-  return nlm_from_host(in, out, params, algorithm, uploaded);
+                   const std::function<void()>& uploaded, bool output_statistics) {
+  return nlm_from_host(in, out, params, algorithm, uploaded, output_statistics);
 }
 
 HostTimes nlm_host(ConstVolumeView<std::int16_t> in, VolumeView<float> out, const NlmParams& params, NlmAlgorithm algorithm,
-                   const std::function<void()>& uploaded) {
-  return nlm_from_host(in, out, params, algorithm, uploaded);
+                   const std::function<void()>& uploaded, bool output_statistics) {
+  return nlm_from_host(in, out, params, algorithm, uploaded, output_statistics);
 }
 
 }  // namespace ctd::cuda
