@@ -378,8 +378,12 @@ __global__ void statistics_kernel(const float* __restrict__ in, std::size_t coun
 Statistics statistics_device(const float* in, std::size_t count, cudaStream_t stream) {
   Statistics s;
   if (count == 0) return s;
-  // The parts' memory: kept per thread, like the host calls' volumes (no allocation per call).
-  thread_local DeviceBuffer<StatisticsPart> parts(kStatisticsBlocks);
+  // The parts' memory: kept per thread and device (no allocation per call).
+  int device = 0;
+  CTD_CUDA_CHECK(cudaGetDevice(&device));
+  thread_local std::unordered_map<int, DeviceBuffer<StatisticsPart>> parts_of;
+  DeviceBuffer<StatisticsPart>& parts = parts_of[device];
+  if (parts.size() == 0) parts = DeviceBuffer<StatisticsPart>(kStatisticsBlocks);
   const unsigned blocks = unsigned(std::min<std::size_t>(kStatisticsBlocks, (count + kStatisticsThreads - 1) / kStatisticsThreads));
   statistics_kernel<<<blocks, kStatisticsThreads, 0, stream>>>(in, count, parts.data());
   CTD_CUDA_CHECK(cudaGetLastError());
