@@ -59,8 +59,8 @@ struct ExecContext {
   // the input then, so that it does not slow the upload).
   std::function<void()> on_uploaded;
   // Asks a filter run on CUDA from host memory for its output's statistics, measured on the GPU
-  // after the download (a reduction of well under a millisecond instead of a pass over host
-  // memory): FilterRun::output_statistics. Ignored on the CPU.
+  // after the download (a reduction: about 1 ms for 512 x 512 x 548 voxels on an H100, instead
+  // of a pass over host memory): FilterRun::output_statistics. Ignored on the CPU.
   bool output_statistics = false;
 };
 
