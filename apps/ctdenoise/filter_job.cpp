@@ -168,10 +168,8 @@ void run_filter(const InputOptions& input, const RunOptions& run, FilterJob& job
   // The output's statistics for the report: measured by the GPU where it filtered, else taken
   // while the file is written (a pass over memory beside one bound by the file system).
   std::future<json> output_statistics;
-  if (!run.json.empty()) {
-    output_statistics = result.output_statistics
-                            ? std::async(std::launch::deferred, [s = *result.output_statistics] { return to_json(s); })
-                            : in_background([&output] { return to_json(statistics(output.view())); });
+  if (!run.json.empty() && !result.output_statistics) {
+    output_statistics = in_background([&output] { return to_json(statistics(output.view())); });
   }
   const auto write_start = std::chrono::steady_clock::now();
   const io::WriteResult written = [&] {
@@ -199,7 +197,7 @@ void run_filter(const InputOptions& input, const RunOptions& run, FilterJob& job
     const json input_json = input_description.valid()
                            ? input_description.get()
                            : describe_image(image.info, image.volume, job.parameters.value("noise_model", json(nullptr)));
-    const json output_json = output_statistics.get();
+    const json output_json = result.output_statistics ? to_json(*result.output_statistics) : output_statistics.get();
     const double report_s = seconds_since(report_start);
     // Every stage in the order it ran; they add up to the total but for small gaps between them.
     json stages = json::array();
