@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <random>
 
 namespace {
@@ -188,6 +189,33 @@ TEST(ImageReads, Int16VoxelsReadAsTheirFloatValues) {
   EXPECT_EQ(s1, s2);
   EXPECT_EQ(c1, c2);
   EXPECT_EQ(from_int16->every(3, 100), from_float->every(3, 100));
+  // Every other read too, with a padding value that occurs in the image: the int16 voxels are
+  // read where they lie (no float copy of the volume), and must give the same results.
+  stored[5] = stored[77] = stored[400] = -1024;
+  as_float.data()[5] = as_float.data()[77] = as_float.data()[400] = -1024;
+  const std::vector<float> padding{-1024.0f};
+  for (const ctd::NoiseEstimator estimator : {ctd::NoiseEstimator::PseudoResidual, ctd::NoiseEstimator::WaveletMad}) {
+    const auto r1 = from_int16->residuals(estimator, 1, 3, padding, 2), r2 = from_float->residuals(estimator, 1, 3, padding, 2);
+    ASSERT_EQ(r1.size(), r2.size());
+    ASSERT_GT(r1.size(), 20u);
+    for (std::size_t i = 0; i < r1.size(); ++i) {
+      EXPECT_EQ(r1[i].value, r2[i].value) << i;
+      EXPECT_EQ(r1[i].range, r2[i].range) << i;
+    }
+  }
+  from_int16->lag_sums(areas, lags, padding, s1.data(), c1.data());
+  from_float->lag_sums(areas, lags, padding, s2.data(), c2.data());
+  EXPECT_EQ(s1, s2);
+  EXPECT_EQ(c1, c2);
+  const std::vector<i64> bad = from_int16->unusable_per_block({1, 0, 0}, 6, 2, 3, 2, 2, -1024.0f);
+  EXPECT_EQ(bad, from_float->unusable_per_block({1, 0, 0}, 6, 2, 3, 2, 2, -1024.0f));
+  EXPECT_EQ(std::accumulate(bad.begin(), bad.end(), i64(0)), 3);
+  const std::vector<Corner> corners{{0, 0, 0}, {13, 11, 1}};
+  ctd::Volume b1({12, 6, 3}), b2({12, 6, 3});
+  from_int16->copy_blocks(corners, {6, 6, 3}, b1.view());
+  from_float->copy_blocks(corners, {6, 6, 3}, b2.view());
+  EXPECT_TRUE(std::equal(b1.data(), b1.data() + b1.size(), b2.data()));
+  EXPECT_EQ(b1.data()[5], -1024.0f);
 }
 
 TEST(ImageReads, AnEmptyImageIsRefusedWhereverItIsRead) {
