@@ -15,7 +15,7 @@ runs=${3:-3}
 out=${OUT:-/tmp/out}
 mkdir -p "$out" "$work"
 cc -O2 -shared -fPIC "$here/timeline/exit_marks.c" -o "$work/libexit_marks.so" || exit 1
-nvcc -O2 "$here/timeline/context_only.cu" -o "$work/context_only" || exit 1
+nvcc -O2 "$here/timeline/context_only.cu" -o "$work/context_only" -lcuda || exit 1
 [[ -f $work/vol.nrrd ]] || {
   python3 "$here/make_e2e_volume.py" 512 512 548 "$work/vol.raw" &&
     "$cli" convert "$work/vol.raw" "$work/vol.nrrd" --raw-dims 512,512,548 --raw-type int16 -q --overwrite && rm -f "$work/vol.raw"
@@ -52,12 +52,13 @@ PY
 }
 {
   for _ in $(seq "$runs"); do one "all dropped" drop_all; one "input dropped" drop_input; done
-  for bytes in 0 2400000000; do
+  for run in "0 keep" "2400000000 keep" "2400000000 reset" "2400000000 reset-beside-work"; do
+    read -r bytes mode <<< "$run"
     drop_all
     start=$(date +%s.%N)
-    line=$("$work/context_only" "$bytes")
+    line=$("$work/context_only" "$bytes" "$mode")
     end=$(date +%s.%N)
-    python3 -c "import json,sys; d=json.loads(sys.argv[1]); print(json.dumps({'cache': 'context only, %d bytes' % int(sys.argv[4]), 'wall_s': round(float(sys.argv[3]) - float(sys.argv[2]), 3), 'context_s': d['context_s'], 'main_end_to_end_s': round(float(sys.argv[3]) - d['main_end'], 3)}))" "$line" "$start" "$end" "$bytes"
+    python3 -c "import json,sys; d=json.loads(sys.argv[1]); print(json.dumps({'cache': 'context only, %d bytes, %s' % (int(sys.argv[4]), d['mode']), 'wall_s': round(float(sys.argv[3]) - float(sys.argv[2]), 3), 'driver_s': d['driver_s'], 'context_s': d['context_s'], 'reset_s': d['reset_s'], 'main_end_to_end_s': round(float(sys.argv[3]) - d['main_end'], 3)}))" "$line" "$start" "$end" "$bytes"
   done
 } | tee "$out/timeline-runs.jsonl"
 python3 - "$out/timeline-runs.jsonl" <<'PY'
@@ -69,5 +70,5 @@ for r in rows:
     if "command_s" in r:
         print(f"| {r['cache']} | **{r['wall_s']:.2f}** | {r['start_to_load_s']:.3f} | {r['command_s']:.3f} | {r['stages_sum_s']:.3f} | {r['report_to_atexit_s']:.3f} | {r['atexit_to_end_s']:.3f} |")
     else:
-        print(f"| {r['cache']} (context {r['context_s']:.2f} s) | {r['wall_s']:.2f} | | | | | {r['main_end_to_end_s']:.3f} (main's end to the end) |")
+        print(f"| {r['cache']} (driver {r['driver_s']:.2f} s, context {r['context_s']:.2f} s, reset {r['reset_s']:.3f} s) | {r['wall_s']:.2f} | | | | | {r['main_end_to_end_s']:.3f} (main's end to the end) |")
 PY

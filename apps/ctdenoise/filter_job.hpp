@@ -48,6 +48,11 @@ AutoInput auto_input(const io::Image& image, FilterJob& job);
 // Its noise model, timed as the stage "noise model".
 NoiseModel measure_noise(const AutoInput& input, FilterJob& job, bool quiet);
 
+// Whether this process's CUDA context was ended (run_filter ends it beside the write once the
+// GPU's work is done): the program must then end with std::_Exit, not through destructors that
+// would free device memory of a context that is gone.
+bool cuda_context_ended();
+
 // The stage of waiting for the GPU's driver and context, started at the beginning of the command.
 constexpr const char* kDeviceWait = "waiting for the GPU to start";
 

@@ -1,6 +1,7 @@
 // ctdenoise: edge-preserving denoising of CT images and volumes from the command line.
 
 #include "commands.hpp"
+#include "filter_job.hpp"
 #include "progress.hpp"
 #include "slicer.hpp"
 
@@ -11,6 +12,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -50,6 +52,42 @@ void add_file_job(CLI::App& cmd, InputOptions& input, RunOptions& run) {
   cmd.add_option("OUTPUT", run.output, "Output file (format from the extension) or folder (DICOM series)")->required();
   add_input_options(cmd, input);
   add_run_options(cmd, run);
+}
+
+// Runs the command; errors become one line on stderr and the exit code of their kind.
+template <class Command>
+int run_command(Command&& command) {
+  try {
+    command();
+    return kOk;
+  } catch (const ctd::Error& e) {
+    fmt::print(stderr, "ctdenoise: {}: {}\n", ctd::to_string(e.kind()), e.what());
+    return exit_code(e.kind());
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr, "ctdenoise: out of memory\n");
+    return kOutOfMemory;
+  } catch (const std::system_error& e) {
+    // A thread that cannot start (no memory for its stack) is out of memory too.
+    if (e.code() == std::errc::resource_unavailable_try_again || e.code() == std::errc::not_enough_memory) {
+      fmt::print(stderr, "ctdenoise: out of memory: {}\n", e.what());
+      return kOutOfMemory;
+    }
+    fmt::print(stderr, "ctdenoise: internal error: {}\n", e.what());
+    return kInternalError;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "ctdenoise: internal error: {}\n", e.what());
+    return kInternalError;
+  }
+}
+
+// Where the GPU's context was ended beside the write, the destructors must not run (they would
+// free device memory through CUDA again): the output is flushed and the process ends here.
+int finish(int code) {
+  if (ctd::cli::cuda_context_ended()) {
+    std::fflush(nullptr);
+    std::_Exit(code);
+  }
+  return code;
 }
 
 }  // namespace
@@ -196,7 +234,7 @@ int main(int argc, char** argv) {
 
   ctd::io::show_library_messages(verbose);
   install_interrupt_handler();
-  try {
+  return finish(run_command([&] {
     if (*nlm_cmd) run_nlm(input, run, nlm);
     else if (*bf_cmd) run_bilateral(input, run, bf);
     else if (*info_cmd) run_info(input, info_json, info_overwrite);
@@ -204,23 +242,5 @@ int main(int argc, char** argv) {
     else if (*compare_cmd) run_compare(compare);
     else if (*simulate_cmd) run_simulate(input, run, simulate);
     else if (*convert_cmd) run_convert(input, run);
-    return kOk;
-  } catch (const ctd::Error& e) {
-    fmt::print(stderr, "ctdenoise: {}: {}\n", ctd::to_string(e.kind()), e.what());
-    return exit_code(e.kind());
-  } catch (const std::bad_alloc&) {
-    fmt::print(stderr, "ctdenoise: out of memory\n");
-    return kOutOfMemory;
-  } catch (const std::system_error& e) {
-    // A thread that cannot start (no memory for its stack) is out of memory too.
-    if (e.code() == std::errc::resource_unavailable_try_again || e.code() == std::errc::not_enough_memory) {
-      fmt::print(stderr, "ctdenoise: out of memory: {}\n", e.what());
-      return kOutOfMemory;
-    }
-    fmt::print(stderr, "ctdenoise: internal error: {}\n", e.what());
-    return kInternalError;
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "ctdenoise: internal error: {}\n", e.what());
-    return kInternalError;
-  }
+  }));
 }

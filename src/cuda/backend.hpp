@@ -24,6 +24,11 @@ void release_host_call_memory() noexcept;
 void create_context();
 // Makes the pinned buffers that copies from host memory go through, ahead of the first copy.
 void prepare_staging();
+// The current device (cudaGetDevice).
+int current_device();
+// Ends `device`'s primary context from the calling thread (cudaDeviceReset): every allocation,
+// stream and event on it ends. Errors are ignored: the process is about to end.
+void end_context(int device) noexcept;
 
 // Throws Unsupported for options or sizes the variant cannot take (before any work).
 void check_nlm_supported(const Dims& dims, const NlmParams& params, NlmAlgorithm algorithm);

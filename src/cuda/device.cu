@@ -46,6 +46,20 @@ std::string device_name() {
 
 void create_context() { CTD_CUDA_CHECK(cudaFree(nullptr)); }
 
+int current_device() {
+  int device = 0;
+  CTD_CUDA_CHECK(cudaGetDevice(&device));
+  return device;
+}
+
+void end_context(int device) noexcept {
+  // A thread's first call binds it to the device's primary context; the reset then ends that
+  // context for the whole process (on a thread that never used it, the reset did nothing).
+  if (cudaSetDevice(device) != cudaSuccess || cudaFree(nullptr) != cudaSuccess) return;
+  cudaDeviceSynchronize();
+  cudaDeviceReset();
+}
+
 void require_device() {
   std::string why;
   if (!device_present(&why)) throw Error(ErrorKind::Cuda, why);

@@ -5,6 +5,8 @@
 
 #include <ctdenoise/ctdenoise.hpp>
 
+#include <chrono>
+#include <future>
 #include <limits>
 
 namespace {
@@ -151,6 +153,15 @@ TEST(Names, ParseAndPrintRoundTrip) {
   EXPECT_TRUE(throws_kind([] { ctd::device_from_string("gpu"); }, ErrorKind::InvalidArgument));
   EXPECT_EQ(ctd::nlm_algorithm_from_string("fused"), ctd::NlmAlgorithm::Fused);
   EXPECT_TRUE(throws_kind([] { ctd::nlm_algorithm_from_string("bogus"); }, ErrorKind::InvalidArgument));
+}
+
+// Without a CUDA device there is no context to end: the future is ready at once with 0 seconds
+// (with one, tests/cuda/context_end_cuda_test.cpp checks the end in a child process).
+TEST(CudaContextEnd, WithoutADeviceIsReadyAtOnceWithZero) {
+  if (!ctd::cuda_device_name().empty()) GTEST_SKIP() << "a CUDA device is present: the end would end this process's context";
+  std::future<double> end = ctd::end_cuda_context_before_exit();
+  ASSERT_EQ(end.wait_for(std::chrono::seconds(0)), std::future_status::ready);
+  EXPECT_EQ(end.get(), 0.0);
 }
 
 TEST(Volume, RejectsEmptyDims) {
