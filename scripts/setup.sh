@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake ninja-build pkg-config python3-dev
           libinsighttoolkit5-dev libgdcm-dev zlib1g-dev libtiff-dev libpng-dev libdeflate-dev
-          libfmt-dev libcli11-dev nlohmann-json3-dev libgtest-dev)
+          libfmt-dev libcli11-dev nlohmann-json3-dev libgtest-dev libhwy-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

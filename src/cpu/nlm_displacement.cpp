@@ -9,6 +9,7 @@
 
 #include "core/mirror.hpp"
 #include "cpu/backend.hpp"
+#include "cpu/vector_exp.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -112,17 +113,30 @@ void nlm_displacement(ConstVolumeView<float> in, VolumeView<float> out, const Nl
         const float* a = in.data + (mz[z] * ny + my[y]) * nx;
         const float* b = in.data + (mz[z + dz] * ny + my[y + dy]) * nx;
         float* target = l1 ? ex.data() + row * px : e.data();
-        for (i64 i = 0; i < px; ++i) {
-          const i64 x = sx.lo - rp + i;
-          const float diff = a[mx[x]] - b[mx[x + dx]];
-          target[i] = l1 ? std::fabs(diff) : diff * diff;
+        // Positions i whose x and x + dx both lie inside need no mirror: [inside_begin, inside_end).
+        const i64 x0 = sx.lo - rp;
+        const i64 inside_begin = std::clamp<i64>(std::max(-x0, -x0 - dx), 0, px);
+        const i64 inside_end = std::clamp<i64>(std::min(nx - x0, nx - x0 - dx), inside_begin, px);
+        auto difference = [&](i64 i) {
+          return i >= inside_begin && i < inside_end ? a[x0 + i] - b[x0 + i + dx] : a[mx[x0 + i]] - b[mx[x0 + i + dx]];
+        };
+        for (i64 i = 0; i < inside_begin; ++i) target[i] = l1 ? std::fabs(difference(i)) : difference(i) * difference(i);
+        const float* a_in = a + x0;
+        const float* b_in = b + x0 + dx;
+        if (l1) {
+          for (i64 i = inside_begin; i < inside_end; ++i) target[i] = std::fabs(a_in[i] - b_in[i]);
+        } else {
+          for (i64 i = inside_begin; i < inside_end; ++i) target[i] = (a_in[i] - b_in[i]) * (a_in[i] - b_in[i]);
         }
+        for (i64 i = inside_end; i < px; ++i) target[i] = l1 ? std::fabs(difference(i)) : difference(i) * difference(i);
         if (l1) continue;
+        // The x pass, a tap at a time over the row (each sum adds its taps in the same order).
         float* ex_row = ex.data() + row * lx;
-        for (i64 x = 0; x < lx; ++x) {
-          float s = 0;
-          for (i64 k = 0; k < patch_width; ++k) s += g1[static_cast<std::size_t>(k)] * e[static_cast<std::size_t>(x + k)];
-          ex_row[x] = s;
+        std::fill(ex_row, ex_row + lx, 0.0f);
+        for (i64 k = 0; k < patch_width; ++k) {
+          const float g = g1[static_cast<std::size_t>(k)];
+          const float* src = e.data() + k;
+          for (i64 x = 0; x < lx; ++x) ex_row[x] += g * src[x];
         }
       }
     });
@@ -160,7 +174,7 @@ void nlm_displacement(ConstVolumeView<float> in, VolumeView<float> out, const Nl
                 for (i64 x = 0; x < lx; ++x) d2[static_cast<std::size_t>(x)] += g * src[x + kx];
               }
             }
-          for (i64 x = 0; x < lx; ++x) w[x] = std::exp(-d2[static_cast<std::size_t>(x)] * l1_scale);
+          exp_of_negative_products(d2.data(), l1_scale, w, lx);
         } else {
           for (std::size_t kz = 0; kz < gz.size(); ++kz) {
             const float g = gz[kz];
@@ -168,9 +182,9 @@ void nlm_displacement(ConstVolumeView<float> in, VolumeView<float> out, const Nl
             for (i64 x = 0; x < lx; ++x) d2[static_cast<std::size_t>(x)] += g * src[x];
           }
           for (i64 x = 0; x < lx; ++x) {
-            const float excess = std::max(d2[static_cast<std::size_t>(x)] * inv_norm - bias, 0.0f);
-            w[x] = std::exp(-excess * inv_h2);
+            d2[static_cast<std::size_t>(x)] = std::max(d2[static_cast<std::size_t>(x)] * inv_norm - bias, 0.0f);
           }
+          exp_of_negative_products(d2.data(), inv_h2, w, lx);
         }
       }
     });
