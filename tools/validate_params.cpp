@@ -2,7 +2,7 @@
 // textures and doses, several radii, 2D and 3D, NLM and the bilateral filter. For each case it
 // compares the automatic value with the best of a sweep against the noise-free reference.
 //
-//   validate_params --data ../shared/data [--reduced | --extra | --whole | --volumes] [--json out.json] [--only TEXT] [--oracle] [--device cpu|auto]
+//   validate_params --data ../shared/data [--reduced | --extra | --whole | --volumes] [--json out.json] [--only TEXT] [--oracle] [--models-only] [--device cpu|auto]
 //
 // --device auto runs the filters (the sweeps and the automatic choice) on the GPU when there is
 // one: the full matrix then takes minutes instead of an hour.
@@ -284,6 +284,7 @@ int main(int argc, char** argv) {
   double check_gap = -1;
   int threads = 0;
   std::string only, dump;
+  bool models_only = false;
   ctd::Device device = ctd::Device::Cpu;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -301,6 +302,7 @@ int main(int argc, char** argv) {
     else if (a == "--check") check_gap = std::stod(next());  // exit 1 when a case's PSNR gap is larger, or below the noisy input  // also the choice with the noise model of the added noise alone
     else if (a == "--threads") threads = std::stoi(next());
     else if (a == "--only") only = next();  // a substring of the case names to run
+    else if (a == "--models-only") models_only = true;  // each case's noise model only (which rule it took), no sweep
     else if (a == "--dump") dump = next();  // folder for each case's reference and noisy image (float32 raw)
     else if (a == "--device") {
       const std::string v = next();
@@ -308,7 +310,7 @@ int main(int argc, char** argv) {
       device = v == "cpu" ? ctd::Device::Cpu : ctd::Device::Auto;
     }
     else {
-      fmt::print(stderr, "usage: validate_params [--data DIR] [--reduced | --extra | --whole | --volumes] [--json FILE] [--only TEXT] [--oracle] [--device cpu|auto]\n");
+      fmt::print(stderr, "usage: validate_params [--data DIR] [--reduced | --extra | --whole | --volumes] [--json FILE] [--only TEXT] [--oracle] [--models-only] [--device cpu|auto]\n");
       return 2;
     }
   }
@@ -446,6 +448,12 @@ int main(int argc, char** argv) {
               p.spacing = noisy.geometry.spacing;
               return ctd::auto_bilateral_sigma_range(noisy.view(), p, model, context);
             };
+            if (models_only) {
+              const ctd::NoiseModel mm = ctd::estimate_noise_model(noisy.view());
+              fmt::print("MODEL {} | {}: sigma {:.2f} pr {:.2f} fell_back {}\n", case_name, s.label, mm.sigma, mm.pseudo_residual_sigma, mm.fell_back_to_white);
+              std::fflush(stdout);
+              break;
+            }
             choice = choose(ctd::estimate_noise_model(noisy.view()));
             const ctd::Volume auto_out = run(s, noisy, choice.value, context);
             const Quality auto_q = quality(reference, auto_out);
