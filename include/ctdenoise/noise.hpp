@@ -50,13 +50,11 @@ struct NoiseModel {
   std::int64_t samples = 0;          // second differences per lag the model rests on
   std::int64_t flat_blocks = 0;      // 8 x 8 blocks it was read in
   double excluded_value = 0;         // padding left out, or NaN
-  bool fell_back_to_white = false;   // the measured in-plane correlation was not believed: white noise
-                                     // in-plane instead, of the pseudo-residual sigma where the level was
-                                     // not believed either (over 3 x the pseudo-residual sigma, or still
-                                     // rising at the outer lags: anatomy read as noise), else of the
-                                     // measured level (the flat blocks' second differences heavy-tailed:
-                                     // anatomy at the noise's scale); false when smooth noise fitted to
-                                     // the first two lags replaces it (docs/parameters.md)
+  bool fell_back_to_white = false;   // the measured level was not believed (over 3 x the pseudo-residual
+                                     // sigma, or still rising at the outer lags: anatomy read as noise);
+                                     // white noise of the pseudo-residual sigma instead (false when
+                                     // smooth noise fitted to the first two lags replaces it:
+                                     // docs/parameters.md)
 
   // C(dx, dy, dz); 0 outside the measured lags.
   double covariance_at(int dx, int dy, int dz) const noexcept;

@@ -2,7 +2,6 @@
 // differences in the image's flattest blocks (noise synthesised from it: noise_synthesis.cpp).
 
 #include "core/image_reads.hpp"
-#include "core/noise_gaussianity.hpp"
 #include "core/robust_stats.hpp"
 
 #include <ctdenoise/error.hpp>
@@ -39,7 +38,6 @@ constexpr double kMaxSmoothGrain = 2.5;  // largest smooth-fallback sigma / pseu
 constexpr double kLevelOff = 0.5;  // largest growth per lag of the far lags' D^2 / its rise from lag 1 to 2
 constexpr double kAnatomyFitTolerance = 0.025;  // largest misfit of the far lags' D^2 less anatomy's share
 constexpr int kMaxSmoothRadius = 8;      // in-plane lags of a smooth-fallback model, at most
-constexpr double kMaxKurtosisExcess = 8;  // flat blocks heavier-tailed than the model's noise (standard errors)
 
 using detail::ImageReads;
 using detail::Lag;
@@ -457,7 +455,7 @@ NoiseModel detail::estimate_noise_model(const ImageReads& reads) {
   // the first lags show it (smooth_fallback), with its correlation across slices in 3D; otherwise
   // white in-plane, and in 3D correlated with the next two slices as overlapping slices make it
   // (slice_correlation).
-  auto fall_back = [&](bool try_smooth = true) {
+  auto fall_back = [&] {
     m.fell_back_to_white = true;
     m.sigma = pseudo_residual_sigma();
     m.radius_z = d.nz >= 3 ? 1 : 0;  // the fallbacks' own reach across slices (below)
@@ -465,7 +463,7 @@ NoiseModel detail::estimate_noise_model(const ImageReads& reads) {
     // read along z in the fit's blocks (slice_correlation assumes noise that is white in-plane,
     // and misses it: white noise blurred by 1.2 voxels in 3D, 0.83 with the next slice, read
     // under 0.2 there); under kLeastSliceCorrelation the slices count as independent.
-    if (const std::optional<SmoothNoise> smooth = try_smooth ? smooth_fallback() : std::nullopt) {
+    if (const std::optional<SmoothNoise> smooth = smooth_fallback()) {
       m.fell_back_to_white = false;
       m.sigma = std::sqrt(smooth->c0 + smooth->white);
       // Lags out to 3 widths (the correlation there: 0.1), at most kMaxSmoothRadius.
@@ -595,20 +593,6 @@ NoiseModel detail::estimate_noise_model(const ImageReads& reads) {
   if (m.radius_z == 2 && !(m.covariance_at(0, 0, 2) >= kLeastSecondSliceCorrelation * c0)) {
     m.radius_z = 1;
     solve();
-  }
-  // Noise of any correlation has Gaussian second differences. Where the flat blocks' are heavier
-  // tailed than the model's own noise gives (by kMaxKurtosisExcess standard errors), they hold
-  // anatomy at the noise's scale (a lung's vessels, a coarse scan's texture), which the lags read
-  // as correlation: the level is kept, the in-plane correlation is not believed (white in-plane,
-  // with the correlation across slices).
-  if (detail::flat_blocks_excess_kurtosis(reads, chosen, padding, m) > kMaxKurtosisExcess) {
-    const int w = 2 * m.radius_xy + 1;
-    for (int dz = -m.radius_z; dz <= m.radius_z; ++dz)
-      for (int dy = -m.radius_xy; dy <= m.radius_xy; ++dy)
-        for (int dx = -m.radius_xy; dx <= m.radius_xy; ++dx) {
-          if (dx != 0 || dy != 0) m.covariance[std::size_t(((dz + m.radius_z) * w + dy + m.radius_xy) * w + dx + m.radius_xy)] = 0;
-        }
-    m.fell_back_to_white = true;
   }
   return m;
 }

@@ -255,41 +255,6 @@ TEST(RealData, NoiseEstimatesFindAddedNoiseWithinTenPercent) {
   }
 }
 
-// White noise whose level follows the attenuation (45 HU in water, about a third of it in the
-// lungs) over the central 256 x 256 of the chest slice: the flattest blocks lie in the lungs,
-// whose vessels add second differences that grow with the lag as correlated noise's do (the
-// model read a correlation of 0.44 with the next voxel, and NLM over-smoothed by 1.4 dB). Their
-// second differences are heavy-tailed, which Gaussian noise's never are: the model keeps the
-// level and takes the noise as white in-plane. The same slice with plain white noise is
-// believed as it was.
-TEST(RealData, VesselsUnderSignalDependentNoiseAreNotReadAsCorrelation) {
-  CTD_REQUIRE_SHARED_DATA();
-  const ctd::Volume chest = ctd::io::read_image(data("dicom_wg04_ct1_ge/CT1_UNC.dcm")).volume;
-  const ctd::Dims d = chest.dims();
-  ctd::Volume crop({256, 256, 1});
-  for (std::int64_t y = 0; y < 256; ++y)
-    for (std::int64_t x = 0; x < 256; ++x)
-      crop.data()[y * 256 + x] = chest.data()[(y + (d.ny - 256) / 2) * d.nx + x + (d.nx - 256) / 2];
-  std::mt19937 rng(17);
-  std::normal_distribution<double> normal(0, 1);
-  ctd::Volume signal_dependent = crop, white = crop;
-  for (std::int64_t i = 0; i < crop.size(); ++i) {
-    const double hu = crop.data()[i];
-    const double n = normal(rng);
-    signal_dependent.data()[i] = float(hu + 45 * std::sqrt(std::max(0.1, (hu + 1024) / 1024)) * n);
-    white.data()[i] = float(hu + 45 * n);
-  }
-  const ctd::NoiseModel vessels = ctd::estimate_noise_model(signal_dependent.view());
-  EXPECT_TRUE(vessels.fell_back_to_white);
-  EXPECT_EQ(vessels.correlation(1, 0, 0), 0.0);
-  EXPECT_EQ(vessels.correlation(0, 1, 0), 0.0);
-  EXPECT_GT(vessels.sigma, 15.0);  // the lungs' level (about 21 with the scan's own noise), not the pseudo-residual sigma's mix
-  EXPECT_NE(vessels.sigma, vessels.pseudo_residual_sigma);
-  const ctd::NoiseModel plain = ctd::estimate_noise_model(white.view());
-  EXPECT_FALSE(plain.fell_back_to_white);
-  EXPECT_NEAR(plain.sigma, 45, 0.15 * 45);
-}
-
 TEST(RealData, SmoothNoiseUnderAChestsAnatomyIsReadButTheCoarseAbdomenIsNot) {
   CTD_REQUIRE_SHARED_DATA();
   // White noise blurred by a Gaussian of 1.2 voxels (sigma 45) over the chest slice: its level
