@@ -199,8 +199,7 @@ void run_filter(const InputOptions& input, const RunOptions& run, FilterJob& job
     });
   }
   const double write_s = seconds_since(write_start);
-  const bool gpu_ended = gpu_end.valid();
-  const double gpu_end_s = gpu_ended ? gpu_end.get() : 0.0;
+  const double gpu_end_s = gpu_end.valid() ? gpu_end.get() : 0.0;
 
   if (written.clamped_voxels > 0) {
     fmt::print(stderr, "note: {} voxel(s) fell outside the {} range of the output and were clamped\n",
@@ -263,7 +262,7 @@ void run_filter(const InputOptions& input, const RunOptions& run, FilterJob& job
     }
     if (any_auto) report["timings_s"]["auto"] = auto_s;
     // Beside the write, so not one of the stages that add up to the total.
-    if (gpu_ended) report["timings_s"]["gpu_context_end_beside_write"] = gpu_end_s;
+    if (result.device == Device::Cuda) report["timings_s"]["gpu_context_end_beside_write"] = gpu_end_s;
     if (result.device == Device::Cuda) report["gpu"] = gpu_name;
     if (!result.details.empty()) report["details"] = result.details;
     if (!run.preview.empty()) report["preview"] = run.preview;

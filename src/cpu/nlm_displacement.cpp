@@ -117,10 +117,11 @@ void nlm_displacement(ConstVolumeView<float> in, VolumeView<float> out, const Nl
         const i64 x0 = sx.lo - rp;
         const i64 inside_begin = std::clamp<i64>(std::max(-x0, -x0 - dx), 0, px);
         const i64 inside_end = std::clamp<i64>(std::min(nx - x0, nx - x0 - dx), inside_begin, px);
-        auto difference = [&](i64 i) {
-          return i >= inside_begin && i < inside_end ? a[x0 + i] - b[x0 + i + dx] : a[mx[x0 + i]] - b[mx[x0 + i + dx]];
+        auto mirrored = [&](i64 i) {
+          const float diff = a[mx[x0 + i]] - b[mx[x0 + i + dx]];
+          target[i] = l1 ? std::fabs(diff) : diff * diff;
         };
-        for (i64 i = 0; i < inside_begin; ++i) target[i] = l1 ? std::fabs(difference(i)) : difference(i) * difference(i);
+        for (i64 i = 0; i < inside_begin; ++i) mirrored(i);
         const float* a_in = a + x0;
         const float* b_in = b + x0 + dx;
         if (l1) {
@@ -128,7 +129,7 @@ void nlm_displacement(ConstVolumeView<float> in, VolumeView<float> out, const Nl
         } else {
           for (i64 i = inside_begin; i < inside_end; ++i) target[i] = (a_in[i] - b_in[i]) * (a_in[i] - b_in[i]);
         }
-        for (i64 i = inside_end; i < px; ++i) target[i] = l1 ? std::fabs(difference(i)) : difference(i) * difference(i);
+        for (i64 i = inside_end; i < px; ++i) mirrored(i);
         if (l1) continue;
         // The x pass, a tap at a time over the row (each sum adds its taps in the same order).
         float* ex_row = ex.data() + row * lx;
