@@ -14,8 +14,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 namespace ctd::cuda {
 namespace {
@@ -466,7 +468,21 @@ namespace {
 template <class T>
 HostTimes nlm_from_host(ConstVolumeView<T> in, VolumeView<float> out, const NlmParams& params, NlmAlgorithm algorithm,
                         const std::function<void()>& uploaded, bool output_statistics) {
-  const std::size_t workspace = workspace_floats(make_params(in.dims, params), params, algorithm);
+  const KernelParams k = make_params(in.dims, params);
+  const std::size_t workspace = workspace_floats(k, params, algorithm);
+  // The symmetric 3D kernel starts on the first slices uploaded and its last slices go down while
+  // it runs on (nlm_slide_steps): 8 MiB of float voxels or more per chunk, at most 8.
+  const int chunks = int(std::clamp<std::int64_t>(in.dims.count() * std::int64_t(sizeof(float)) / (std::int64_t(8) << 20), 1, 8));
+  if (algorithm == NlmAlgorithm::Fused && fused_slides(k, params) && chunks > 1) {
+    const std::vector<HostStep> steps = nlm_slide_steps(k, chunks);
+    if (!steps.empty()) {
+      return run_from_host_in_steps(in, out, workspace * sizeof(float), steps, uploaded, output_statistics,
+                                    [&](int step, const float* d_in, float* d_out, void* work, cudaStream_t stream) {
+                                      nlm_slide_queue_step(d_in, d_out, static_cast<float*>(work), k,
+                                                           uniform_patch(params), chunks, step, stream);
+                                    });
+    }
+  }
   return run_from_host(in, out, workspace * sizeof(float), uploaded, output_statistics,
                        [&](const float* d_in, float* d_out, void* work, cudaStream_t stream) {
                          run_variant(d_in, d_out, in.dims, params, algorithm, static_cast<float*>(work), stream);

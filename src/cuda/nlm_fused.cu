@@ -25,6 +25,7 @@
 #include <cstdlib>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 namespace ctd::cuda {
 namespace {
@@ -585,11 +586,12 @@ __global__ void __launch_bounds__(kThreads, 2) nlm_sym3d_kernel(const float* __r
   }
 }
 
+// The output voxels [first, end) from the sums.
 __global__ void sym3d_finish_kernel(const float* __restrict__ u, const float* __restrict__ sums,
-                                    float* __restrict__ out, KernelParams k) {
+                                    float* __restrict__ out, KernelParams k, long long first, long long end) {
   const long long n = (long long)k.nx * k.ny * k.nz;
-  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) out[i] = finish(sums[i], sums[n + i], 0.0f, u[i], k);
+  const long long i = first + (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < end) out[i] = finish(sums[i], sums[n + i], 0.0f, u[i], k);
 }
 
 // ---- 2D, symmetric: each unordered pair once ------------------------------------------------
@@ -1022,6 +1024,84 @@ void set_shared_bytes(Kernel kernel, std::size_t bytes) {
       cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, int(cudaSharedmemCarveoutMaxShared)));
 }
 
+// The symmetric 3D kernel's work in order: clear the sums, then one launch per colour over its
+// z blocks [first_block, end_block), the finish of the output slices [finish_z0, finish_z1) after
+// some. Within a colour no two blocks write the same voxel, so a colour cut into launches along z
+// gives every voxel the same sums in the same order as one launch: the host API (nlm_host) cuts
+// the first colour into `chunks` so that it starts on the slices already uploaded, and the last
+// one so that the slices it finishes go down while it runs on (run_from_host_in_steps).
+struct Sym3Step {
+  bool clear = false;
+  int3 colour{};
+  int first_block = 0, end_block = 0;
+  int finish_z0 = 0, finish_z1 = 0;
+  HostStep host;  // the input it reads and the output final after it
+};
+
+std::vector<Sym3Step> sym3d_plan(const KernelParams& k, int chunks) {
+  const Sym3Layout l = sym3_layout(k);
+  const Sym3Colours c = sym3_colours(l);
+  const int tiles_z = (k.nz + kTz3s - 1) / kTz3s;
+  auto blocks = [&](int first, int step) { return std::max(0, (tiles_z - first + step - 1) / step); };
+  std::vector<Sym3Step> plan;
+  Sym3Step clear;
+  clear.clear = true;
+  plan.push_back(clear);
+  const int colours = c.step_x * c.step_y * c.step_z;
+  for (int index = 0; index < colours; ++index) {
+    const int3 colour = make_int3(index % c.step_x, index / c.step_x % c.step_y, index / (c.step_x * c.step_y));
+    const int z_blocks = blocks(colour.z, c.step_z);
+    const bool first = index == 0, last = index == colours - 1;
+    const int parts = first || last ? std::clamp(chunks, 1, std::max(1, z_blocks)) : 1;
+    for (int part = 0; part < parts; ++part) {
+      Sym3Step step;
+      step.colour = colour;
+      step.first_block = int(std::int64_t(z_blocks) * part / parts);
+      step.end_block = int(std::int64_t(z_blocks) * (part + 1) / parts);
+      // Its blocks read the planes z0 - rp ... z0 + kTz3s + rsz + rp - 1 (mirrored inside).
+      const int last_z0 = ((step.end_block - 1) * c.step_z + colour.z) * kTz3s;
+      step.host.input_slices = first && step.end_block > 0 ? std::min(k.nz, last_z0 + kTz3s + k.rsz + k.rp) : k.nz;
+      if (last) {
+        // Its blocks add to the slices from their z0 on: the slices before the next one's z0 are final.
+        step.finish_z0 = plan.back().finish_z1;
+        step.finish_z1 = part + 1 == parts ? k.nz : std::min(k.nz, (step.end_block * c.step_z + colour.z) * kTz3s);
+        step.host.output_slices = step.finish_z1;
+      }
+      plan.push_back(step);
+    }
+  }
+  return plan;
+}
+
+template <int RP>
+void queue_sym3d_step(const float* in, float* out, float* workspace, const KernelParams& k, bool uniform,
+                      const Sym3Step& step, cudaStream_t stream) {
+  const long long n = (long long)k.nx * k.ny * k.nz;
+  if (step.clear) {
+    CTD_CUDA_CHECK(cudaMemsetAsync(workspace, 0, 2 * std::size_t(n) * sizeof(float), stream));
+    return;
+  }
+  const Sym3Layout l = sym3_layout(k);
+  const Sym3Colours c = sym3_colours(l);
+  auto kernel = uniform ? nlm_sym3d_kernel<RP, true> : nlm_sym3d_kernel<RP, false>;
+  set_shared_bytes(kernel, l.bytes());
+  const int tiles_x = (k.nx + kTx3 - 1) / kTx3, tiles_y = (k.ny + kTy3 - 1) / kTy3;
+  auto count = [](int tiles, int first, int step) { return unsigned(std::max(0, (tiles - first + step - 1) / step)); };
+  const dim3 grid(count(tiles_x, step.colour.x, c.step_x), count(tiles_y, step.colour.y, c.step_y),
+                  unsigned(step.end_block - step.first_block));
+  if (grid.x > 0 && grid.y > 0 && grid.z > 0) {
+    // The launch's first z block is the colour's block first_block.
+    const int3 shifted = make_int3(step.colour.x, step.colour.y, step.colour.z + step.first_block * c.step_z);
+    kernel<<<grid, kThreads, l.bytes(), stream>>>(in, k, l, shifted, c, workspace);
+    CTD_CUDA_CHECK_LAUNCH();
+  }
+  if (step.finish_z1 > step.finish_z0) {
+    const long long plane = (long long)k.nx * k.ny, first = step.finish_z0 * plane, end = step.finish_z1 * plane;
+    sym3d_finish_kernel<<<unsigned((end - first + 255) / 256), 256, 0, stream>>>(in, workspace, out, k, first, end);
+    CTD_CUDA_CHECK_LAUNCH();
+  }
+}
+
 template <int RP>
 void launch_radius(const float* in, float* out, float* workspace, const KernelParams& k, bool uniform,
                    cudaStream_t stream) {
@@ -1051,26 +1131,8 @@ void launch_radius(const float* in, float* out, float* workspace, const KernelPa
   }
   if constexpr (RP <= kMaxRp3) {
     if (symmetric_3d(k)) {
-      const Sym3Layout l = sym3_layout(k);
-      auto kernel = uniform ? nlm_sym3d_kernel<RP, true> : nlm_sym3d_kernel<RP, false>;
-      set_shared_bytes(kernel, l.bytes());
-      CTD_CUDA_CHECK(cudaMemsetAsync(workspace, 0, 2 * n * sizeof(float), stream));
-      const Sym3Colours c = sym3_colours(l);
-      const int tiles_x = (k.nx + kTx3 - 1) / kTx3, tiles_y = (k.ny + kTy3 - 1) / kTy3,
-                tiles_z = (k.nz + kTz3s - 1) / kTz3s;
-      auto count = [](int tiles, int first, int step) { return unsigned(std::max(0, (tiles - first + step - 1) / step)); };
-      for (int cz = 0; cz < c.step_z; ++cz) {
-        for (int cy = 0; cy < c.step_y; ++cy) {
-          for (int cx = 0; cx < c.step_x; ++cx) {
-            const dim3 grid(count(tiles_x, cx, c.step_x), count(tiles_y, cy, c.step_y), count(tiles_z, cz, c.step_z));
-            if (grid.x == 0 || grid.y == 0 || grid.z == 0) continue;
-            kernel<<<grid, kThreads, l.bytes(), stream>>>(in, k, l, make_int3(cx, cy, cz), c, workspace);
-            CTD_CUDA_CHECK_LAUNCH();
-          }
-        }
-      }
-      sym3d_finish_kernel<<<unsigned((n + 255) / 256), 256, 0, stream>>>(in, workspace, out, k);
-      CTD_CUDA_CHECK_LAUNCH();
+      const std::vector<Sym3Step> plan = sym3d_plan(k, 1);
+      for (const Sym3Step& step : plan) queue_sym3d_step<RP>(in, out, workspace, k, uniform, step, stream);
       return;
     }
   }
@@ -1123,18 +1185,42 @@ std::size_t nlm_slide_shared_bytes(const KernelParams& k, bool /*uniform_patch*/
   return kernel_2d(k, &sym) != Kernel2d::OneSided ? sym.bytes() : slide_layout(k).bytes();
 }
 
+namespace {
+// f(std::integral_constant<int, RP>{}) for the patch radius the kernels were compiled for.
+template <class F>
+void with_patch_radius(int rp, F&& f) {
+  switch (rp) {
+    case 1: f(std::integral_constant<int, 1>{}); break;
+    case 2: f(std::integral_constant<int, 2>{}); break;
+    case 3: f(std::integral_constant<int, 3>{}); break;
+    case 4: f(std::integral_constant<int, 4>{}); break;
+    case 5: f(std::integral_constant<int, 5>{}); break;
+    case 6: f(std::integral_constant<int, 6>{}); break;
+    case 7: f(std::integral_constant<int, 7>{}); break;
+    default: throw Error(ErrorKind::Unsupported, "internal: the sliding NLM kernel has no patch radius " + std::to_string(rp));
+  }
+}
+}  // namespace
+
 void nlm_slide_launch(const float* in, float* out, float* workspace, const KernelParams& k, bool uniform_patch,
                       cudaStream_t stream) {
-  switch (k.rp) {
-    case 1: launch_radius<1>(in, out, workspace, k, uniform_patch, stream); break;
-    case 2: launch_radius<2>(in, out, workspace, k, uniform_patch, stream); break;
-    case 3: launch_radius<3>(in, out, workspace, k, uniform_patch, stream); break;
-    case 4: launch_radius<4>(in, out, workspace, k, uniform_patch, stream); break;
-    case 5: launch_radius<5>(in, out, workspace, k, uniform_patch, stream); break;
-    case 6: launch_radius<6>(in, out, workspace, k, uniform_patch, stream); break;
-    case 7: launch_radius<7>(in, out, workspace, k, uniform_patch, stream); break;
-    default: throw Error(ErrorKind::Unsupported, "internal: the sliding NLM kernel has no patch radius " + std::to_string(k.rp));
-  }
+  with_patch_radius(k.rp, [&](auto rp) { launch_radius<decltype(rp)::value>(in, out, workspace, k, uniform_patch, stream); });
+}
+
+std::vector<HostStep> nlm_slide_steps(const KernelParams& k, int chunks) {
+  std::vector<HostStep> steps;
+  if (k.l1 || k.rp < 1 || k.rp > kMaxRp3 || !symmetric_3d(k)) return steps;
+  for (const Sym3Step& step : sym3d_plan(k, chunks)) steps.push_back(step.host);
+  return steps;
+}
+
+void nlm_slide_queue_step(const float* in, float* out, float* workspace, const KernelParams& k, bool uniform_patch,
+                          int chunks, int step, cudaStream_t stream) {
+  const std::vector<Sym3Step> plan = sym3d_plan(k, chunks);
+  with_patch_radius(k.rp, [&](auto rp) {
+    constexpr int RP = decltype(rp)::value;
+    if constexpr (RP <= kMaxRp3) queue_sym3d_step<RP>(in, out, workspace, k, uniform_patch, plan.at(std::size_t(step)), stream);
+  });
 }
 
 }  // namespace ctd::cuda

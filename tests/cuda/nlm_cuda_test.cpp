@@ -302,6 +302,59 @@ TEST(NlmCudaHostApi, LargeVolumeThroughPinnedStagingMatchesTheDeviceApi) {
   EXPECT_GE(free_released, free_kept + 2 * bytes);
 }
 
+// From host memory the symmetric 3D kernel starts on the first slices uploaded (its first colour
+// in chunks along z) and its last colour's slices go down while it runs on: the output must be the
+// device API's in one piece, bit for bit, from float32 and from int16, with a uniform and a
+// Gaussian patch, for ragged depths, chunks of one z block, and a volume too small for chunks.
+TEST(NlmCudaHostApi, StepsOfTheSymmetric3dKernelGiveTheOutputOfOnePiece) {
+  CTD_REQUIRE_CUDA_DEVICE();
+  struct StepCase {
+    ctd::Dims dims;
+    int search_radius, patch_radius;
+    ctd::PatchKernel kernel;
+  };
+  for (const StepCase c : {StepCase{{301, 257, 70}, 1, 1, ctd::PatchKernel::Uniform},
+                           StepCase{{160, 130, 411}, 2, 1, ctd::PatchKernel::Gaussian},
+                           StepCase{{512, 512, 40}, 3, 2, ctd::PatchKernel::Uniform},
+                           StepCase{{199, 233, 243}, 4, 2, ctd::PatchKernel::Uniform},
+                           StepCase{{37, 29, 5}, 2, 1, ctd::PatchKernel::Uniform}}) {
+    ctd::Volume in = testing_util::structured_volume(c.dims, 13);
+    std::vector<std::int16_t> in16(std::size_t(in.size()));
+    for (std::size_t i = 0; i < in16.size(); ++i) {
+      in16[i] = std::int16_t(std::lround(in.data()[i]));
+      in.data()[i] = float(in16[i]);  // the same values both ways
+    }
+    const std::size_t bytes = std::size_t(in.size()) * sizeof(float);
+    ctd::NlmParams p;
+    p.h = 25;
+    p.search_radius = c.search_radius;
+    p.patch_radius = c.patch_radius;
+    p.patch_kernel = c.kernel;
+    p.algorithm = ctd::NlmAlgorithm::Fused;
+    float *d_in = nullptr, *d_out = nullptr;
+    ASSERT_EQ(cudaMalloc(&d_in, bytes), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&d_out, bytes), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(d_in, in.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
+    ctd::nlm_device(d_in, d_out, c.dims, p, nullptr);
+    ctd::Volume expected(c.dims);
+    ASSERT_EQ(cudaMemcpy(expected.data(), d_out, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+    cudaFree(d_in);
+    cudaFree(d_out);
+    ctd::ExecContext cuda;
+    cuda.device = ctd::Device::Cuda;
+    const bool stepped = bytes >= (std::size_t(16) << 20);
+    const std::string name = std::to_string(c.dims.nx) + "x" + std::to_string(c.dims.ny) + "x" + std::to_string(c.dims.nz);
+    for (bool int16 : {false, true}) {
+      ctd::Volume out(c.dims);
+      const ctd::FilterRun run = int16 ? ctd::nlm(ctd::ConstVolumeView<std::int16_t>{in16.data(), c.dims}, out.view(), p, cuda)
+                                       : ctd::nlm(in.view(), out.view(), p, cuda);
+      EXPECT_EQ(run.details.count("overlapped"), stepped ? 1u : 0u) << name;
+      EXPECT_TRUE(testing_util::bit_identical(out, expected)) << name << (int16 ? " int16" : " float32");
+      EXPECT_GT(run.details.at("kernel_ms"), 0.0);
+    }
+  }
+}
+
 // Small filters for the host-call tests below.
 ctd::NlmParams small_nlm(int search_radius) {
   ctd::NlmParams p;
