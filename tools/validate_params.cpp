@@ -2,7 +2,7 @@
 // textures and doses, several radii, 2D and 3D, NLM and the bilateral filter. For each case it
 // compares the automatic value with the best of a sweep against the noise-free reference.
 //
-//   validate_params --data ../shared/data [--reduced | --extra | --whole | --volumes] [--json out.json] [--only TEXT] [--oracle] [--models-only] [--device cpu|auto]
+//   validate_params --data ../shared/data [--reduced | --extra | --whole | --volumes] [--json out.json] [--only TEXT] [--oracle] [--models-only] [--curves] [--device cpu|auto]
 //
 // --device auto runs the filters (the sweeps and the automatic choice) on the GPU when there is
 // one: the full matrix then takes minutes instead of an hour.
@@ -284,7 +284,7 @@ int main(int argc, char** argv) {
   double check_gap = -1;
   int threads = 0;
   std::string only, dump;
-  bool models_only = false;
+  bool models_only = false, curves = false;
   ctd::Device device = ctd::Device::Cpu;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -298,11 +298,12 @@ int main(int argc, char** argv) {
     else if (a == "--extra") extra = true;  // textures outside the list instead: smooth, Shepp-Logan, signal-dependent
     else if (a == "--whole") whole = true;  // whole 512 x 512 slices instead of crops
     else if (a == "--volumes") volumes = true;  // whole 3D volumes, large enough to be sampled
-    else if (a == "--oracle") oracle_too = true;
-    else if (a == "--check") check_gap = std::stod(next());  // exit 1 when a case's PSNR gap is larger, or below the noisy input  // also the choice with the noise model of the added noise alone
+    else if (a == "--oracle") oracle_too = true;  // also the choice with the noise model of the added noise alone
+    else if (a == "--check") check_gap = std::stod(next());  // exit 1 when a case's PSNR gap is larger, or below the noisy input
     else if (a == "--threads") threads = std::stoi(next());
     else if (a == "--only") only = next();  // a substring of the case names to run
     else if (a == "--models-only") models_only = true;  // each case's noise model only (which rule it took), no sweep
+    else if (a == "--curves") curves = true;  // the SSIM of every value swept too (for studying the choice)
     else if (a == "--dump") dump = next();  // folder for each case's reference and noisy image (float32 raw)
     else if (a == "--device") {
       const std::string v = next();
@@ -310,7 +311,7 @@ int main(int argc, char** argv) {
       device = v == "cpu" ? ctd::Device::Cpu : ctd::Device::Auto;
     }
     else {
-      fmt::print(stderr, "usage: validate_params [--data DIR] [--reduced | --extra | --whole | --volumes] [--json FILE] [--only TEXT] [--oracle] [--models-only] [--device cpu|auto]\n");
+      fmt::print(stderr, "usage: validate_params [--data DIR] [--reduced | --extra | --whole | --volumes] [--json FILE] [--only TEXT] [--oracle] [--models-only] [--curves] [--device cpu|auto]\n");
       return 2;
     }
   }
@@ -457,9 +458,17 @@ int main(int argc, char** argv) {
             choice = choose(ctd::estimate_noise_model(noisy.view()));
             const ctd::Volume auto_out = run(s, noisy, choice.value, context);
             const Quality auto_q = quality(reference, auto_out);
+            json sweep = json::array();  // every value swept: [value, PSNR, SSIM (with --curves, else null)]
             const auto [best_value, best_psnr] = best_of_sweep(
-                [&](double v) { return ctd::psnr(reference.view(), run(s, noisy, v, context).view(), kDataRange); },
+                [&](double v) {
+                  const ctd::Volume out = run(s, noisy, v, context);
+                  const double psnr = ctd::psnr(reference.view(), out.view(), kDataRange);
+                  sweep.push_back({v, psnr, curves ? json(ctd::ssim(reference.view(), out.view(), kDataRange)) : json(nullptr)});
+                  return psnr;
+                },
                 choice.value);
+            json risk_curve = json::array();
+            for (const ctd::RiskPoint& r : choice.curve) risk_curve.push_back({r.value, r.mse});
             const Quality best_q = quality(reference, run(s, noisy, best_value, context));
             const double reference_noise = ctd::estimate_noise_model(reference.view()).sigma;
             // The oracle (--oracle): the noise model measured on the added noise alone (noisy - reference).
@@ -491,7 +500,10 @@ int main(int argc, char** argv) {
                       {"noise_share", choice.noise_share},
                       {"noise_over_image", choice.noise_over_image},
                       {"risk_level", std::sqrt(choice.noisy_mse)},  // the noise sigma the risk was estimated for
-                      {"auto_seconds", choice.seconds}};
+                      {"auto_seconds", choice.seconds},
+                      {"auto_optimum", choice.optimum},
+                      {"risk_curve", risk_curve},
+                      {"sweep", sweep}};
             if (oracle_too) c["oracle"] = oracle_json;
             cases.push_back(c);
             if (!json_path.empty()) std::ofstream(json_path) << cases.dump(1) << "\n";  // after every case: a long run can be read early
