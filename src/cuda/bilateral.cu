@@ -410,6 +410,7 @@ struct PassParams {
   Lines lines;
   int radius, taps8;  // taps8: 2 radius + 1 rounded up to a multiple of 8
   int steps, ring;    // tiles a block walks, positions its ring holds (walk_steps)
+  int first_block, first_other;  // the launch's first block along the lines and first other index
   Term term;
   float* quotient;  // the last term's last pass: numerator / denominator goes here, not the sums
   float g[kPaddedTaps];  // normalised Gaussian taps, index k + radius; zero beyond 2 radius
@@ -432,9 +433,9 @@ __global__ void __launch_bounds__(kLines* kPassGroups, sizeof(V) == 4 ? 4 : 2)
   const int n_axis = L.length(), n_lines = L.count();
   const int span = kPassTile + p.taps8;  // outputs a .. a + 63 read a - r .. a + 63 - r + taps8
   const int tiles = (n_axis + kPassTile - 1) / kPassTile;
-  const int tile0 = blockIdx.x * p.steps, steps = min(p.steps, tiles - tile0);
+  const int tile0 = (blockIdx.x + p.first_block) * p.steps, steps = min(p.steps, tiles - tile0);
   const int start = tile0 * kPassTile - p.radius;  // the position of relative sample 0 (slot 0)
-  const int line0 = blockIdx.y * kLines, other = blockIdx.z;
+  const int line0 = blockIdx.y * kLines, other = blockIdx.z + p.first_other;
   const long long stride = MODE == 0 ? 1 : L.address(0, 0, 1) - L.address(0, 0, 0);
   auto wrap = [&](int slot) { return slot < p.ring ? slot : slot - p.ring; };  // for slot < 2 ring
   using Raw = std::conditional_t<MODE == 0, float, V>;
@@ -845,6 +846,50 @@ std::array<AxisPasses, 3> axis_passes(const Dims& dims, const BilateralParams& p
   return passes;
 }
 
+// Part of a direct pass: the lines' other index (the slice, for the x and y passes of a volume)
+// in [first_other, end_other), and the blocks along the lines in [first_block, end_block) of
+// `steps` tiles each (0: walk_steps' choice); -1 ends: to the end. Each output is computed alone
+// from the same taps in the same order, so a pass cut into parts gives the same bits.
+struct PassRange {
+  int first_other = 0, end_other = -1;
+  int first_block = 0, end_block = -1, steps = 0;
+};
+
+template <typename V>
+void queue_direct_pass(const float* d_in, const Dims& dims, std::array<AxisPasses, 3> passes, int axis, const Term& term,
+                       const CompressiveWork& w, float* quotient, const PassRange& range, cudaStream_t stream) {
+  const int axes = dims.is_2d() ? 2 : 3;
+  const int mode = axis == 0 ? 0 : axis == axes - 1 ? 2 : 1;
+  V* a = reinterpret_cast<V*>(w.a);
+  V* b = reinterpret_cast<V*>(w.b);
+  const V* in = axis % 2 == 1 ? a : b;  // x reads f; y: a -> b; z: b -> (a)
+  V* out = axis % 2 == 1 ? b : a;
+  PassParams& p = passes[axis].direct;
+  p.term = term;
+  p.quotient = mode == 2 ? quotient : nullptr;
+  const Lines& L = p.lines;
+  const int tiles = (L.length() + kPassTile - 1) / kPassTile;
+  p.steps = range.steps > 0 ? std::min(range.steps, tiles) : walk_steps<V>(L, p.taps8);
+  p.ring = kPassTile + p.taps8 + (p.steps > 1 ? kPassTile : 0);
+  p.first_block = range.first_block;
+  p.first_other = range.first_other;
+  const int blocks = (tiles + p.steps - 1) / p.steps;
+  const int end_block = range.end_block < 0 ? blocks : std::min(range.end_block, blocks);
+  const int end_other = range.end_other < 0 ? L.others() : std::min(range.end_other, L.others());
+  if (end_block <= range.first_block || end_other <= range.first_other) return;
+  const dim3 grid(unsigned(end_block - range.first_block), unsigned((L.count() + kLines - 1) / kLines),
+                  unsigned(end_other - range.first_other));
+  const std::size_t bytes = ring_bytes<V>(p.ring);
+  auto launch = [&](auto kernel) {
+    CTD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+    kernel<<<grid, dim3(kLines, kPassGroups), bytes, stream>>>(in, out, d_in, w.numerator, w.denominator, p);
+  };
+  if (mode == 0) launch(compressive_pass_kernel<V, 0>);
+  if (mode == 1) launch(compressive_pass_kernel<V, 1>);
+  if (mode == 2) launch(compressive_pass_kernel<V, 2>);
+  CTD_CUDA_CHECK_LAUNCH();
+}
+
 // One term of the series through the x, y (and z) passes, V = float for the DC term.
 template <typename V>
 void compressive_term(const float* d_in, const Dims& dims, std::array<AxisPasses, 3> passes, bool recursive,
@@ -872,26 +917,17 @@ void compressive_term(const float* d_in, const Dims& dims, std::array<AxisPasses
       if (mode == 1) launch(recursive_pass_kernel<V, 1>);
       if (mode == 2) launch(recursive_pass_kernel<V, 2>);
     } else {
-      PassParams& p = passes[axis].direct;
-      p.term = term;
-      p.quotient = mode == 2 ? quotient : nullptr;
-      const Lines& L = p.lines;
-      p.steps = walk_steps<V>(L, p.taps8);
-      p.ring = kPassTile + p.taps8 + (p.steps > 1 ? kPassTile : 0);
-      const int tiles = (L.length() + kPassTile - 1) / kPassTile;
-      const dim3 grid(unsigned((tiles + p.steps - 1) / p.steps), unsigned((L.count() + kLines - 1) / kLines),
-                      unsigned(L.others()));
-      const std::size_t bytes = ring_bytes<V>(p.ring);
-      auto launch = [&](auto kernel) {
-        CTD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
-        kernel<<<grid, dim3(kLines, kPassGroups), bytes, stream>>>(in, out, d_in, w.numerator, w.denominator, p);
-      };
-      if (mode == 0) launch(compressive_pass_kernel<V, 0>);
-      if (mode == 1) launch(compressive_pass_kernel<V, 1>);
-      if (mode == 2) launch(compressive_pass_kernel<V, 2>);
+      queue_direct_pass<V>(d_in, dims, passes, axis, term, w, quotient, PassRange{}, stream);
     }
     CTD_CUDA_CHECK_LAUNCH();
   }
+}
+
+// Term m of the series for the input's least value `lo`.
+Term series_term(const BilateralParams& params, const CompressiveSettings& settings, float lo, int m) {
+  const double omega = 2.0 * M_PI / settings.period;
+  return Term{lo, float(1.0 / settings.period),
+              m == 0 ? 1.0f : float(2.0 * std::exp(-0.5 * std::pow(omega * m * params.sigma_range, 2))), m};
 }
 
 // The compressive filter on device memory.
@@ -900,12 +936,10 @@ void compressive_device(const float* d_in, float* d_out, const Dims& dims, const
                         const CompressiveWork& work, cudaStream_t stream) {
   const std::array<AxisPasses, 3> passes = axis_passes(dims, params, radius);
   const bool recursive = params.gaussian == BilateralParams::Gaussian::Recursive;
-  const double omega = 2.0 * M_PI / settings.period;
   // The direct passes' last pass of the last term writes the quotient itself (saves 12 B of
   // traffic per voxel); the recursive passes keep a divide kernel (they measured slower with it).
   for (int m = 0; m <= settings.terms; ++m) {  // m = 0 first: it writes numerator and denominator
-    const Term term{lo, float(1.0 / settings.period),
-                    m == 0 ? 1.0f : float(2.0 * std::exp(-0.5 * std::pow(omega * m * params.sigma_range, 2))), m};
+    const Term term = series_term(params, settings, lo, m);
     float* quotient = m == settings.terms && !recursive ? d_out : nullptr;
     if (m == 0) {
       compressive_term<float>(d_in, dims, passes, recursive, term, work, quotient, stream);
@@ -1065,6 +1099,71 @@ void bilateral_device(const float* d_in, float* d_out, const Dims& dims, const B
 
 namespace {
 
+// The compressive filter (direct passes, 3D) from host memory in steps beside the copies
+// (run_from_host_in_steps): the DC term's x and y passes, which need neither the value range nor
+// other slices, run on each slab as it arrives; once all is up, the value range, the DC term's z
+// pass and every other term but the last one's z pass; that pass, which writes the output, runs
+// in parts along z, each part going down while the next runs. The same bits as in one piece.
+template <class T>
+HostTimes compressive_from_host_in_steps(ConstVolumeView<T> in, VolumeView<float> out, const BilateralParams& params,
+                                         const std::array<int, 3>& radius, int chunks, CompressiveSettings* compressive,
+                                         const std::function<void()>& uploaded, bool output_statistics) {
+  const Dims& dims = in.dims;
+  const long long n = dims.count();
+  const std::array<AxisPasses, 3> passes = axis_passes(dims, params, radius);
+  // The last pass's parts: about 4, of `steps` tiles of kPassTile slices each.
+  const int tiles = (int(dims.nz) + kPassTile - 1) / kPassTile;
+  const int last_steps = (tiles + std::min(4, tiles) - 1) / std::min(4, tiles);
+  const int last_parts = (tiles + last_steps - 1) / last_steps;
+  std::vector<int> slab_z(std::size_t(chunks) + 1);
+  for (int k = 0; k <= chunks; ++k) slab_z[std::size_t(k)] = int(std::int64_t(dims.nz) * k / chunks);
+  std::vector<HostStep> steps;
+  for (int k = 0; k < chunks; ++k) steps.push_back({slab_z[std::size_t(k) + 1], 0});
+  steps.push_back({int(dims.nz), 0});
+  for (int part = 0; part < last_parts; ++part) {
+    steps.push_back({int(dims.nz), int(std::min<std::int64_t>(dims.nz, std::int64_t(part + 1) * last_steps * kPassTile))});
+  }
+  CompressiveSettings settings;
+  Term last_term{};
+  auto work_of = [&](void* work) {
+    float4* a = static_cast<float4*>(work);
+    float* sums = reinterpret_cast<float*>(a + 2 * n);
+    return CompressiveWork{a, a + n, a + 3 * n, sums, sums + n};
+  };
+  const Term dc{0.0f, 0.0f, 1.0f, 0};
+  return run_from_host_in_steps(
+      in, out, work_floats(dims, params, radius, BilateralAlgorithm::Compressive) * sizeof(float), steps, uploaded,
+      output_statistics, [&](int step, const float* d_in, float* d_out, void* work, cudaStream_t stream) {
+        const CompressiveWork w = work_of(work);
+        if (step < chunks) {  // the DC term's x and y passes over this slab
+          const PassRange slab{slab_z[std::size_t(step)], slab_z[std::size_t(step) + 1]};
+          queue_direct_pass<float>(d_in, dims, passes, 0, dc, w, nullptr, slab, stream);
+          queue_direct_pass<float>(d_in, dims, passes, 1, dc, w, nullptr, slab, stream);
+          return;
+        }
+        if (step == chunks) {  // everything up to the last term's z pass
+          const std::pair<float, float> range = value_range_device(d_in, dims, stream);
+          const float least = range.first;
+          settings = compressive_settings(params, double(range.second) - double(range.first));
+          *compressive = settings;
+          last_term = series_term(params, settings, least, settings.terms);
+          for (int m = 0; m <= settings.terms; ++m) {
+            const Term t = series_term(params, settings, least, m);
+            const int first_axis = m == 0 ? 2 : 0, end_axis = m == settings.terms ? 2 : 3;
+            for (int axis = first_axis; axis < end_axis; ++axis) {
+              if (m == 0) queue_direct_pass<float>(d_in, dims, passes, axis, t, w, nullptr, PassRange{}, stream);
+              else queue_direct_pass<float4>(d_in, dims, passes, axis, t, w, nullptr, PassRange{}, stream);
+            }
+          }
+          return;
+        }
+        const int part = step - chunks - 1;  // the last term's z pass, writing the output
+        const PassRange range{0, -1, part, part + 1, last_steps};
+        if (settings.terms == 0) queue_direct_pass<float>(d_in, dims, passes, 2, last_term, w, d_out, range, stream);
+        else queue_direct_pass<float4>(d_in, dims, passes, 2, last_term, w, d_out, range, stream);
+      });
+}
+
 template <class T>
 HostTimes bilateral_from_host(ConstVolumeView<T> in, VolumeView<float> out, const BilateralParams& params,
                               const std::array<int, 3>& radius, BilateralAlgorithm algorithm,
@@ -1079,6 +1178,11 @@ HostTimes bilateral_from_host(ConstVolumeView<T> in, VolumeView<float> out, cons
                                       queue_fused(d_in, d_out, k, z0, z1, stream);
                                     });
     }
+  }
+  if (algorithm == BilateralAlgorithm::Compressive && params.gaussian == BilateralParams::Gaussian::Direct &&
+      !in.dims.is_2d()) {
+    const int chunks = int(std::clamp<std::int64_t>(in.dims.count() * std::int64_t(sizeof(float)) / (std::int64_t(8) << 20), 1, 8));
+    if (chunks > 1) return compressive_from_host_in_steps(in, out, params, radius, chunks, compressive, uploaded, output_statistics);
   }
   return run_from_host(in, out, work_floats(in.dims, params, radius, algorithm) * sizeof(float), uploaded, output_statistics,
                        [&](const float* d_in, float* d_out, void* work, cudaStream_t stream) {

@@ -408,6 +408,58 @@ TEST(BilateralCudaHostApi, SlabsGiveTheOutputOfOnePiece) {
   }
 }
 
+// From host memory the compressive filter (direct passes, 3D) runs in steps beside the copies:
+// the DC term's in-plane passes on each slab as it arrives, the last pass in parts along z that go
+// down as they are done. Its output and series must be the device API's in one piece, bit for bit,
+// from float32 and from int16, for depths that are not a multiple of the passes' tiles, a window
+// wider than a slab's share of a tile, one term, and a volume too small for steps.
+TEST(BilateralCudaHostApi, CompressiveStepsGiveTheOutputOfOnePiece) {
+  CTD_REQUIRE_CUDA_DEVICE();
+  struct StepCase {
+    ctd::Dims dims;
+    float sigma_spatial, sigma_range;
+  };
+  for (const StepCase c : {StepCase{{301, 257, 70}, 2.0f, 40.0f}, StepCase{{160, 130, 411}, 3.0f, 60.0f},
+                           StepCase{{128, 96, 517}, 10.0f, 30.0f}, StepCase{{301, 257, 70}, 1.5f, 4000.0f},
+                           StepCase{{37, 29, 5}, 1.0f, 40.0f}}) {
+    ctd::Volume in = testing_util::structured_volume(c.dims, 14);
+    std::vector<std::int16_t> in16(std::size_t(in.size()));
+    for (std::size_t i = 0; i < in16.size(); ++i) {
+      in16[i] = std::int16_t(std::lround(in.data()[i]));
+      in.data()[i] = float(in16[i]);  // the same values both ways
+    }
+    const std::size_t bytes = std::size_t(in.size()) * sizeof(float);
+    ctd::BilateralParams p;
+    p.sigma_spatial = c.sigma_spatial;
+    p.sigma_range = c.sigma_range;
+    p.algorithm = ctd::BilateralAlgorithm::Compressive;
+    float *d_in = nullptr, *d_out = nullptr;
+    ASSERT_EQ(cudaMalloc(&d_in, bytes), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&d_out, bytes), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(d_in, in.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
+    const ctd::FilterRun device_run = ctd::bilateral_device(d_in, d_out, c.dims, p, nullptr);
+    ctd::Volume expected(c.dims);
+    ASSERT_EQ(cudaMemcpy(expected.data(), d_out, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+    cudaFree(d_in);
+    cudaFree(d_out);
+    ctd::ExecContext cuda;
+    cuda.device = ctd::Device::Cuda;
+    const bool stepped = bytes >= (std::size_t(16) << 20);
+    const std::string name = std::to_string(c.dims.nx) + "x" + std::to_string(c.dims.ny) + "x" +
+                             std::to_string(c.dims.nz) + " sigma_s " + std::to_string(c.sigma_spatial);
+    for (bool int16 : {false, true}) {
+      ctd::Volume out(c.dims);
+      const ctd::FilterRun run =
+          int16 ? ctd::bilateral(ctd::ConstVolumeView<std::int16_t>{in16.data(), c.dims}, out.view(), p, cuda)
+                : ctd::bilateral(in.view(), out.view(), p, cuda);
+      EXPECT_EQ(run.details.count("overlapped"), stepped ? 1u : 0u) << name;
+      EXPECT_EQ(run.details.at("terms"), device_run.details.at("terms")) << name;
+      EXPECT_EQ(run.details.at("period"), device_run.details.at("period")) << name;
+      EXPECT_TRUE(testing_util::bit_identical(out, expected)) << name << (int16 ? " int16" : " float32");
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Variants, BilateralCudaDeviceApi,
     ::testing::Values(DeviceApiCase{ctd::BilateralAlgorithm::Naive, ctd::BilateralParams::Gaussian::Direct, {37, 23, 5}},
