@@ -19,6 +19,7 @@
 #include <string>
 #include <string_view>
 #include <unistd.h>
+#include <vector>
 
 namespace testing_util {
 
@@ -99,6 +100,17 @@ inline Comparison compare(const ctd::Volume& got, const std::vector<double>& exp
 inline bool bit_identical(const ctd::Volume& a, const ctd::Volume& b) {
   return a.dims() == b.dims() && std::equal(a.data(), a.data() + a.size(), b.data(),
                                             [](float x, float y) { return std::memcmp(&x, &y, sizeof x) == 0; });
+}
+
+// The volume's voxels rounded to int16, and the volume set to those values: the same input both
+// ways, for comparing int16 and float32 calls.
+inline std::vector<std::int16_t> round_to_int16(ctd::Volume& v) {
+  std::vector<std::int16_t> out(std::size_t(v.size()));
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    out[i] = std::int16_t(std::lround(v.data()[i]));
+    v.data()[i] = float(out[i]);
+  }
+  return out;
 }
 
 // Runs `body` and checks it throws ctd::Error of `kind`.

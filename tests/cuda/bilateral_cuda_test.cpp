@@ -8,6 +8,8 @@
 #include <ctdenoise/ctdenoise.hpp>
 
 #if CTD_HAVE_CUDA
+#include "cuda/device_output.hpp"
+
 #include <cuda_runtime.h>
 #endif
 
@@ -372,25 +374,14 @@ TEST(BilateralCudaHostApi, SlabsGiveTheOutputOfOnePiece) {
   for (const SlabCase c : {SlabCase{{301, 257, 70}, 1.0f}, SlabCase{{160, 130, 411}, 1.5f},
                            SlabCase{{1024, 1024, 9}, 1.0f}, SlabCase{{512, 512, 40}, 2.0f}, SlabCase{{37, 29, 5}, 1.0f}}) {
     ctd::Volume in = testing_util::structured_volume(c.dims, 12);
-    std::vector<std::int16_t> in16(std::size_t(in.size()));
-    for (std::size_t i = 0; i < in16.size(); ++i) {
-      in16[i] = std::int16_t(std::lround(in.data()[i]));
-      in.data()[i] = float(in16[i]);  // the same values both ways
-    }
+    const std::vector<std::int16_t> in16 = testing_util::round_to_int16(in);
     const std::size_t bytes = std::size_t(in.size()) * sizeof(float);
-    float *d_in = nullptr, *d_out = nullptr;
-    ASSERT_EQ(cudaMalloc(&d_in, bytes), cudaSuccess);
-    ASSERT_EQ(cudaMalloc(&d_out, bytes), cudaSuccess);
-    ASSERT_EQ(cudaMemcpy(d_in, in.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
     ctd::BilateralParams p;
     p.sigma_spatial = c.sigma_spatial;
     p.sigma_range = 40;
     p.algorithm = ctd::BilateralAlgorithm::Fused;
-    ctd::bilateral_device(d_in, d_out, c.dims, p, nullptr);
-    ctd::Volume expected(c.dims);
-    ASSERT_EQ(cudaMemcpy(expected.data(), d_out, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
-    cudaFree(d_in);
-    cudaFree(d_out);
+    const ctd::Volume expected = testing_util::device_output(
+        in, [&](const float* d_in, float* d_out) { ctd::bilateral_device(d_in, d_out, c.dims, p, nullptr); });
     ctd::ExecContext cuda;
     cuda.device = ctd::Device::Cuda;
     const int rz = ctd::bilateral_radius(p, c.dims)[2];
@@ -423,25 +414,15 @@ TEST(BilateralCudaHostApi, CompressiveStepsGiveTheOutputOfOnePiece) {
                            StepCase{{128, 96, 517}, 10.0f, 30.0f}, StepCase{{301, 257, 70}, 1.5f, 4000.0f},
                            StepCase{{37, 29, 5}, 1.0f, 40.0f}}) {
     ctd::Volume in = testing_util::structured_volume(c.dims, 14);
-    std::vector<std::int16_t> in16(std::size_t(in.size()));
-    for (std::size_t i = 0; i < in16.size(); ++i) {
-      in16[i] = std::int16_t(std::lround(in.data()[i]));
-      in.data()[i] = float(in16[i]);  // the same values both ways
-    }
+    const std::vector<std::int16_t> in16 = testing_util::round_to_int16(in);
     const std::size_t bytes = std::size_t(in.size()) * sizeof(float);
     ctd::BilateralParams p;
     p.sigma_spatial = c.sigma_spatial;
     p.sigma_range = c.sigma_range;
     p.algorithm = ctd::BilateralAlgorithm::Compressive;
-    float *d_in = nullptr, *d_out = nullptr;
-    ASSERT_EQ(cudaMalloc(&d_in, bytes), cudaSuccess);
-    ASSERT_EQ(cudaMalloc(&d_out, bytes), cudaSuccess);
-    ASSERT_EQ(cudaMemcpy(d_in, in.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
-    const ctd::FilterRun device_run = ctd::bilateral_device(d_in, d_out, c.dims, p, nullptr);
-    ctd::Volume expected(c.dims);
-    ASSERT_EQ(cudaMemcpy(expected.data(), d_out, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
-    cudaFree(d_in);
-    cudaFree(d_out);
+    ctd::FilterRun device_run;
+    const ctd::Volume expected = testing_util::device_output(
+        in, [&](const float* d_in, float* d_out) { device_run = ctd::bilateral_device(d_in, d_out, c.dims, p, nullptr); });
     ctd::ExecContext cuda;
     cuda.device = ctd::Device::Cuda;
     const bool stepped = bytes >= (std::size_t(16) << 20);

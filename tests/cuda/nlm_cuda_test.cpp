@@ -7,6 +7,8 @@
 #include <ctdenoise/ctdenoise.hpp>
 
 #if CTD_HAVE_CUDA
+#include "cuda/device_output.hpp"
+
 #include <cuda_runtime.h>
 #endif
 
@@ -319,11 +321,7 @@ TEST(NlmCudaHostApi, StepsOfTheSymmetric3dKernelGiveTheOutputOfOnePiece) {
                            StepCase{{199, 233, 243}, 4, 2, ctd::PatchKernel::Uniform},
                            StepCase{{37, 29, 5}, 2, 1, ctd::PatchKernel::Uniform}}) {
     ctd::Volume in = testing_util::structured_volume(c.dims, 13);
-    std::vector<std::int16_t> in16(std::size_t(in.size()));
-    for (std::size_t i = 0; i < in16.size(); ++i) {
-      in16[i] = std::int16_t(std::lround(in.data()[i]));
-      in.data()[i] = float(in16[i]);  // the same values both ways
-    }
+    const std::vector<std::int16_t> in16 = testing_util::round_to_int16(in);
     const std::size_t bytes = std::size_t(in.size()) * sizeof(float);
     ctd::NlmParams p;
     p.h = 25;
@@ -331,15 +329,8 @@ TEST(NlmCudaHostApi, StepsOfTheSymmetric3dKernelGiveTheOutputOfOnePiece) {
     p.patch_radius = c.patch_radius;
     p.patch_kernel = c.kernel;
     p.algorithm = ctd::NlmAlgorithm::Fused;
-    float *d_in = nullptr, *d_out = nullptr;
-    ASSERT_EQ(cudaMalloc(&d_in, bytes), cudaSuccess);
-    ASSERT_EQ(cudaMalloc(&d_out, bytes), cudaSuccess);
-    ASSERT_EQ(cudaMemcpy(d_in, in.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
-    ctd::nlm_device(d_in, d_out, c.dims, p, nullptr);
-    ctd::Volume expected(c.dims);
-    ASSERT_EQ(cudaMemcpy(expected.data(), d_out, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
-    cudaFree(d_in);
-    cudaFree(d_out);
+    const ctd::Volume expected =
+        testing_util::device_output(in, [&](const float* d_in, float* d_out) { ctd::nlm_device(d_in, d_out, c.dims, p, nullptr); });
     ctd::ExecContext cuda;
     cuda.device = ctd::Device::Cuda;
     const bool stepped = bytes >= (std::size_t(16) << 20);
