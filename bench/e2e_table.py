@@ -21,9 +21,11 @@ json.dump({"date": a.date, "gpu": a.gpu, "host": a.host, "commit": a.commit, "fl
 def group(stage):
     if stage.startswith("read"): return "read"
     if stage in ("noise model",) or stage.startswith("automatic"): return "auto"
-    if stage == "filter: upload": return "upload"
+    # Where the filter runs beside the copies (steps), its stages are the upload's and the
+    # download's loops ("filter: upload, filtering beside it"): the kernel lies within them.
+    if stage.startswith("filter: upload"): return "upload"
     if stage == "filter: kernel": return "kernel"
-    if stage == "filter: download": return "download"
+    if stage.startswith("filter: download"): return "download"
     if stage.startswith("filter"): return "filter host"
     if stage == "write: compress": return "compress"
     if stage.startswith("write"): return "write"
@@ -45,5 +47,8 @@ for r in runs:
     dims = "×".join(str(d) for d in r["dims"])
     print(f"| {r['case']} | {dims} | **{r['wall_s']:.2f}** | " + " | ".join(f"{sums[c]:.2f}" for c in columns) + f" | {rest:.2f} |")
 print()
+if any("beside" in s["stage"] for r in runs if r["exit"] == 0 for s in r["stages_s"]):
+    print("Where the filter ran beside the copies (an empty kernel column), its kernel time lies within the upload "
+          "and download columns.\n")
 print("Floor, same run: disk {} MB/s read, {} MB/s write (dd, direct I/O); PCIe {} GB/s up, {} GB/s down (pinned, CuPy)."
       .format(floor.get("disk_read_MBps"), floor.get("disk_write_MBps"), floor.get("pcie_h2d_GBps"), floor.get("pcie_d2h_GBps")))
