@@ -329,7 +329,10 @@ bool copy_finite_to_device(float* device, const float* host, std::size_t count, 
                           finite.store(false, std::memory_order_relaxed);
                         }
                       },
-                      queued);
+                      // Nothing more is queued on input found not finite (a filter's steps would read it).
+                      [&](std::size_t first, std::size_t end) {
+                        if (queued && finite.load(std::memory_order_relaxed)) queued(first, end);
+                      });
   return finite.load();
 }
 

@@ -78,7 +78,8 @@ class HostCallMemory {
 // Copies between pageable host memory and the device at the bus's speed: through pinned staging
 // buffers (lent from a process-wide pool, one set per copying thread at a time), filled and
 // drained on every core while the previous chunk is on the bus. Both return when the host memory may be reused (to_host: when it holds the data).
-// copy_finite_to_device also says whether every voxel was finite (checked on the way).
+// copy_finite_to_device also says whether every voxel was finite (checked on the way); from the
+// first piece that is not, it calls its hook no more.
 // The hooks see the bytes [first, end) of each piece: the uploads call theirs once the piece's
 // copy is queued on `stream`, copy_to_host before it queues the piece's copy (e.g. to make the
 // stream wait for the kernel that writes it).
