@@ -814,6 +814,13 @@ struct CompressiveWork {
   float *numerator, *denominator;
 };
 
+// The parts of work_floats' workspace for a volume of n voxels.
+CompressiveWork compressive_work(float* work, long long n) {
+  float4* a = reinterpret_cast<float4*>(work);
+  float* sums = reinterpret_cast<float*>(a + 2 * n);
+  return CompressiveWork{a, a + n, a + 3 * n, sums, sums + n};
+}
+
 // Each axis's pass parameters, the same for every term (which is filled in per launch).
 struct AxisPasses {
   PassParams direct;
@@ -1071,10 +1078,7 @@ void run_bilateral(const float* d_in, float* d_out, const Dims& dims, const Bila
       queue_fused(d_in, d_out, k, 0, k.nz, stream);
       break;
     case BilateralAlgorithm::Compressive: {
-      float4* a = reinterpret_cast<float4*>(work);
-      float* sums = reinterpret_cast<float*>(a + 2 * n);
-      const CompressiveWork w{a, a + n, a + 3 * n, sums, sums + n};
-      compressive_device(d_in, d_out, dims, params, radius, settings, lo, w, stream);
+      compressive_device(d_in, d_out, dims, params, radius, settings, lo, compressive_work(work, n), stream);
       break;
     }
     default: throw Error(ErrorKind::Unsupported, "internal: no CUDA bilateral variant " + std::string(to_string(algorithm)));
@@ -1125,16 +1129,11 @@ HostTimes compressive_from_host_in_steps(ConstVolumeView<T> in, VolumeView<float
   }
   CompressiveSettings settings;
   Term last_term{};
-  auto work_of = [&](void* work) {
-    float4* a = static_cast<float4*>(work);
-    float* sums = reinterpret_cast<float*>(a + 2 * n);
-    return CompressiveWork{a, a + n, a + 3 * n, sums, sums + n};
-  };
   const Term dc{0.0f, 0.0f, 1.0f, 0};
   return run_from_host_in_steps(
       in, out, work_floats(dims, params, radius, BilateralAlgorithm::Compressive) * sizeof(float), steps, uploaded,
       output_statistics, [&](int step, const float* d_in, float* d_out, void* work, cudaStream_t stream) {
-        const CompressiveWork w = work_of(work);
+        const CompressiveWork w = compressive_work(static_cast<float*>(work), n);
         if (step < chunks) {  // the DC term's x and y passes over this slab
           const PassRange slab{slab_z[std::size_t(step)], slab_z[std::size_t(step) + 1]};
           queue_direct_pass<float>(d_in, dims, passes, 0, dc, w, nullptr, slab, stream);
@@ -1181,7 +1180,7 @@ HostTimes bilateral_from_host(ConstVolumeView<T> in, VolumeView<float> out, cons
   }
   if (algorithm == BilateralAlgorithm::Compressive && params.gaussian == BilateralParams::Gaussian::Direct &&
       !in.dims.is_2d()) {
-    const int chunks = int(std::clamp<std::int64_t>(in.dims.count() * std::int64_t(sizeof(float)) / (std::int64_t(8) << 20), 1, 8));
+    const int chunks = step_chunks(in.dims);
     if (chunks > 1) return compressive_from_host_in_steps(in, out, params, radius, chunks, compressive, uploaded, output_statistics);
   }
   return run_from_host(in, out, work_floats(in.dims, params, radius, algorithm) * sizeof(float), uploaded, output_statistics,

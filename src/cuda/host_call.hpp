@@ -151,6 +151,12 @@ HostTimes run_from_host_in_steps(ConstVolumeView<T> in, VolumeView<float> out, s
 }
 
 
+// How many parts a filter run in steps cuts its work into (nlm_slide_steps, the compressive
+// filter's): 8 MiB of float voxels or more each, at most 8; 1 (no steps) for volumes under 16 MiB.
+inline int step_chunks(const Dims& dims) {
+  return int(std::clamp<std::int64_t>(dims.count() * std::int64_t(sizeof(float)) / (std::int64_t(8) << 20), 1, 8));
+}
+
 // How many slabs run_from_host_in_slabs cuts a volume into: 8 MiB of float voxels or more each,
 // at least 4 slices and the halo's depth each, at most 16; 1 (no slabs) for volumes under 16 MiB.
 inline int slab_count(const Dims& dims, int halo_z) {

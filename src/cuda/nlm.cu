@@ -471,8 +471,8 @@ HostTimes nlm_from_host(ConstVolumeView<T> in, VolumeView<float> out, const NlmP
   const KernelParams k = make_params(in.dims, params);
   const std::size_t workspace = workspace_floats(k, params, algorithm);
   // The symmetric 3D kernel starts on the first slices uploaded and its last slices go down while
-  // it runs on (nlm_slide_steps): 8 MiB of float voxels or more per chunk, at most 8.
-  const int chunks = int(std::clamp<std::int64_t>(in.dims.count() * std::int64_t(sizeof(float)) / (std::int64_t(8) << 20), 1, 8));
+  // it runs on (nlm_slide_steps).
+  const int chunks = step_chunks(in.dims);
   if (algorithm == NlmAlgorithm::Fused && fused_slides(k, params) && chunks > 1) {
     const std::vector<HostStep> steps = nlm_slide_steps(k, chunks);
     if (!steps.empty()) {
