@@ -520,6 +520,27 @@ TEST(AutoParams, StrengthScalesTheOptimumAndBadInputIsRefused) {
 
 }  // namespace
 
+TEST(AutoParams, OneLevelIsReadInTheFlatPartsOfTheTiles) {
+  // White noise of sigma 20 over soft tissue whose every 32 x 32 tile holds a fine texture (a
+  // lattice of 60 HU) in three of its four quarters: the whole tiles' pseudo-residuals read the
+  // texture as noise (their median fails this test), their flat quarters do not.
+  const ctd::Dims d{224, 224, 1};
+  ctd::Volume noisy(d);
+  std::mt19937 rng(83);
+  std::normal_distribution<double> normal(0, 1);
+  for (i64 y = 0; y < d.ny; ++y)
+    for (i64 x = 0; x < d.nx; ++x) {
+      const bool textured = !((x % 32) < 16 && (y % 32) < 16);
+      const double texture = textured && (x + y) % 4 == 0 ? 60 : 0;
+      noisy.view()(x, y, 0) = float(40 + texture + 20 * normal(rng));
+    }
+  ctd::NlmParams p;
+  p.search_radius = 4;
+  const ctd::AutoChoice h = ctd::auto_nlm_h(noisy.view(), p);
+  EXPECT_EQ(h.noise_over_image, "one level");
+  EXPECT_NEAR(std::sqrt(h.noisy_mse / h.noise_share), 20, 2);
+}
+
 TEST(AutoParams, TheRiskFollowsNoiseThatVariesOverTheImage) {
   // White noise of sigma 80 inside the phantom's body and 20 in the air around it (as a whole
   // FBP slice has: the body's long rays are the noisy ones). The model reads the quiet air; the
