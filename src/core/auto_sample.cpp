@@ -82,6 +82,15 @@ struct TileBox {
   Dims size;
 };
 
+// An axis of n voxels cut into n / size pieces (at least one), the remainder spread over them:
+// the pieces' bounds, n / size + 1 of them.
+std::vector<i64> even_cuts(i64 n, i64 size) {
+  const i64 count = std::max<i64>(1, n / size);
+  std::vector<i64> at(std::size_t(count + 1));
+  for (i64 k = 0; k <= count; ++k) at[std::size_t(k)] = k * n / count;
+  return at;
+}
+
 // The tile's flat part: the tile with padding and its busy areas set to NaN, so that its level
 // reads noise, not anatomy. Each slice is cut into areas of about 8 x 8 voxels; an area's
 // activity is its mean squared second difference at lag 2 along x and y, and areas over
@@ -95,43 +104,44 @@ void keep_flat_part(Volume& tile, const std::vector<float>& padding) {
   const Dims n = tile.dims();
   for (i64 i = 0; i < n.count(); ++i)
     if (!padding.empty() && tile.data()[i] == padding[0]) tile.data()[i] = std::numeric_limits<float>::quiet_NaN();
-  const i64 ax = std::max<i64>(1, n.nx / kFlatArea), ay = std::max<i64>(1, n.ny / kFlatArea);
+  const std::vector<i64> xs = even_cuts(n.nx, kFlatArea), ys = even_cuts(n.ny, kFlatArea);
+  const std::size_t ax = xs.size() - 1, ay = ys.size() - 1;
   if (ax * ay < 4) return;
   auto view = tile.view();
-  std::vector<double> activity(std::size_t(ax * ay * n.nz), std::numeric_limits<double>::quiet_NaN());
-  for (i64 z = 0; z < n.nz; ++z)
-    for (i64 j = 0; j < ay; ++j)
-      for (i64 i = 0; i < ax; ++i) {
-        double sum = 0;
-        i64 count = 0;
-        for (i64 y = j * n.ny / ay; y < (j + 1) * n.ny / ay; ++y)
-          for (i64 x = i * n.nx / ax; x < (i + 1) * n.nx / ax; ++x) {
-            const float c = view(x, y, z);
-            if (x >= 2 && x + 2 < n.nx) {
-              const double d = double(view(x - 2, y, z)) - 2.0 * c + view(x + 2, y, z);
-              if (std::isfinite(d)) sum += d * d, ++count;
-            }
-            if (y >= 2 && y + 2 < n.ny) {
-              const double d = double(view(x, y - 2, z)) - 2.0 * c + view(x, y + 2, z);
-              if (std::isfinite(d)) sum += d * d, ++count;
-            }
-          }
-        if (count >= kFlatArea * kFlatArea / 2) activity[std::size_t((z * ay + j) * ax + i)] = sum / double(count);
+  auto area = [&](std::size_t index) {  // the area's (x0, x1, y0, y1, z)
+    const std::size_t i = index % ax, j = (index / ax) % ay;
+    return std::array<i64, 5>{xs[i], xs[i + 1], ys[j], ys[j + 1], i64(index / (ax * ay))};
+  };
+  std::vector<double> activity(ax * ay * std::size_t(n.nz), std::numeric_limits<double>::quiet_NaN());
+  for (std::size_t index = 0; index < activity.size(); ++index) {
+    const auto [x0, x1, y0, y1, z] = area(index);
+    double sum = 0;
+    i64 count = 0;
+    for (i64 y = y0; y < y1; ++y)
+      for (i64 x = x0; x < x1; ++x) {
+        const float c = view(x, y, z);
+        if (x >= 2 && x + 2 < n.nx) {
+          const double d = double(view(x - 2, y, z)) - 2.0 * c + view(x + 2, y, z);
+          if (std::isfinite(d)) sum += d * d, ++count;
+        }
+        if (y >= 2 && y + 2 < n.ny) {
+          const double d = double(view(x, y - 2, z)) - 2.0 * c + view(x, y + 2, z);
+          if (std::isfinite(d)) sum += d * d, ++count;
+        }
       }
+    if (count >= kFlatArea * kFlatArea / 2) activity[index] = sum / double(count);
+  }
   std::vector<double> measured;
   for (double a : activity)
     if (std::isfinite(a)) measured.push_back(a);
   if (measured.size() < 4) return;
-  const std::size_t q = measured.size() / 10;
-  std::nth_element(measured.begin(), measured.begin() + std::ptrdiff_t(q), measured.end());
-  const double limit = kFlatAreaLimit * measured[q];
-  for (i64 z = 0; z < n.nz; ++z)
-    for (i64 j = 0; j < ay; ++j)
-      for (i64 i = 0; i < ax; ++i) {
-        if (!(activity[std::size_t((z * ay + j) * ax + i)] > limit)) continue;
-        for (i64 y = j * n.ny / ay; y < (j + 1) * n.ny / ay; ++y)
-          for (i64 x = i * n.nx / ax; x < (i + 1) * n.nx / ax; ++x) view(x, y, z) = std::numeric_limits<float>::quiet_NaN();
-      }
+  const double limit = kFlatAreaLimit * detail::kth_smallest(measured, measured.size() / 10);
+  for (std::size_t index = 0; index < activity.size(); ++index) {
+    if (!(activity[index] > limit)) continue;
+    const auto [x0, x1, y0, y1, z] = area(index);
+    for (i64 y = y0; y < y1; ++y)
+      for (i64 x = x0; x < x1; ++x) view(x, y, z) = std::numeric_limits<float>::quiet_NaN();
+  }
 }
 
 // A tile's semivariances at kTileLags: half the robust variance of the differences u(p + d) - u(p)
@@ -288,17 +298,10 @@ void measure_level(Sample& s, const NoiseModel& noise) {
   const std::vector<float> padding = std::isnan(noise.excluded_value) ? std::vector<float>{}
                                                                        : std::vector<float>{float(noise.excluded_value)};
   const i64 tz = d.is_2d() ? 1 : std::min<i64>(4, d.nz);
-  // Each axis cut into n / size tiles (at least one), the remainder spread over them, so that the
-  // tiles cover the sample: a thin remainder left out kept the model's level and texture (the
-  // quiet parts') there, e.g. the last two of a 3D sample's ten slices at search radius 3 and
-  // patch radius 1, and the risk under-read the noise.
-  auto cuts = [](i64 n, i64 size) {
-    const i64 count = std::max<i64>(1, n / size);
-    std::vector<i64> at(std::size_t(count + 1));
-    for (i64 k = 0; k <= count; ++k) at[std::size_t(k)] = k * n / count;
-    return at;
-  };
-  const std::vector<i64> xs = cuts(d.nx, tile_xy), ys = cuts(d.ny, tile_xy), zs = cuts(d.nz, tz);
+  // Tiles cover the sample (even_cuts): a thin remainder left out kept the model's level and
+  // texture (the quiet parts') there, e.g. the last two of a 3D sample's ten slices at search
+  // radius 3 and patch radius 1, and the risk under-read the noise.
+  const std::vector<i64> xs = even_cuts(d.nx, tile_xy), ys = even_cuts(d.ny, tile_xy), zs = even_cuts(d.nz, tz);
   std::vector<TileBox> tiles;
   for (std::size_t k = 0; k + 1 < zs.size(); ++k)
     for (std::size_t j = 0; j + 1 < ys.size(); ++j)
@@ -307,7 +310,7 @@ void measure_level(Sample& s, const NoiseModel& noise) {
         if (size.nx < 3 || size.ny < 3 || (!d.is_2d() && size.nz < 3)) continue;
         tiles.push_back({xs[i], ys[j], zs[k], size});
       }
-  std::vector<double> levels(tiles.size(), noise.sigma), flat_levels(tiles.size(), noise.sigma);
+  std::vector<double> levels(tiles.size(), noise.sigma);
   std::vector<std::array<double, 3>> centres(tiles.size());
   // A tile's level from its pseudo-residual sigma, converted by the model's correlation; kept at
   // the model's level where too few of its voxels are usable.
@@ -320,16 +323,17 @@ void measure_level(Sample& s, const NoiseModel& noise) {
     }
     return noise.sigma;
   };
-  // Each tile on one core (a 3D sample holds a few hundred).
-  cpu::for_each_piece(i64(tiles.size()), 1, 0, [&](i64 t, i64, i64) {
-    const TileBox& k = tiles[std::size_t(t)];
+  auto copy_of = [&](const TileBox& k) {
     Volume tile(k.size);
     for (i64 z = 0; z < k.size.nz; ++z)
       for (i64 y = 0; y < k.size.ny; ++y)
         for (i64 x = 0; x < k.size.nx; ++x) tile.view()(x, y, z) = s.image.view()(k.x0 + x, k.y0 + y, k.z0 + z);
-    levels[std::size_t(t)] = level_of(tile.view());
-    keep_flat_part(tile, padding);
-    flat_levels[std::size_t(t)] = level_of(tile.view());
+    return tile;
+  };
+  // Each tile on one core (a 3D sample holds a few hundred).
+  cpu::for_each_piece(i64(tiles.size()), 1, 0, [&](i64 t, i64, i64) {
+    const TileBox& k = tiles[std::size_t(t)];
+    levels[std::size_t(t)] = level_of(copy_of(k).view());
     std::array<double, 3> c = s.origin_of(k.x0, k.y0, k.z0);
     c[0] += double(k.size.nx) / 2, c[1] += double(k.size.ny) / 2, c[2] += double(k.size.nz) / 2;
     centres[std::size_t(t)] = c;
@@ -341,6 +345,12 @@ void measure_level(Sample& s, const NoiseModel& noise) {
   const auto [low, high] = std::minmax_element(chosen.begin(), chosen.end());
   const bool varies = *high >= kLeastLevelSpread * *low;
   if (!varies) {
+    std::vector<double> flat_levels(tiles.size());
+    cpu::for_each_piece(i64(tiles.size()), 1, 0, [&](i64 t, i64, i64) {
+      Volume tile = copy_of(tiles[std::size_t(t)]);
+      keep_flat_part(tile, padding);
+      flat_levels[std::size_t(t)] = level_of(tile.view());
+    });
     std::fill(chosen.begin(), chosen.end(), detail::median(flat_levels));
   } else {
     use_tile_textures(s, noise, tiles, levels, centres, padding, chosen);
