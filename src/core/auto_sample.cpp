@@ -91,13 +91,14 @@ std::vector<i64> even_cuts(i64 n, i64 size) {
   return at;
 }
 
-// The tile's flat part: the tile with padding and its busy areas set to NaN, so that its level
-// reads noise, not anatomy. Each slice is cut into areas of about 8 x 8 voxels; an area's
+// The tile's flat part: the tile with padding and its busy areas set to NaN, so that what is read
+// in it is noise, not anatomy. Each slice is cut into areas of about 8 x 8 voxels; an area's
 // activity is its mean squared second difference at lag 2 along x and y, and areas over
 // kFlatAreaLimit x the tile's 10th-percentile activity are left out (on FBP noise alone the limit
-// keeps 91-98 % of the areas). Used only where one level serves the whole image (measure_level):
-// where the noise varies within a tile, as at a body's edge, the flat part leans to its quiet
-// side and under-read the level (whole slices: 264 -> 248 of 300 within the goal).
+// keeps 91-98 % of the areas). measure_level reads in it whether the level varies, the one level
+// and the tiles' textures, but not the tiles' own levels: where the noise varies within a tile,
+// as at a body's edge, the flat part leans to its quiet side and under-read them (whole slices:
+// 264 -> 248 of 300 within the goal).
 constexpr double kFlatAreaLimit = 3;
 constexpr i64 kFlatArea = 8;
 void keep_flat_part(Volume& tile, const std::vector<float>& padding) {
@@ -220,11 +221,13 @@ NoiseModel tile_model(const NoiseModel& image, const Semivariances& semivariance
 // the median tile differs by kLeastTextureChange or more, each tile gets a model of its own
 // (tile_model), and its pseudo-residual sigma is converted to a level with that texture. Elsewhere
 // the image's model at each tile's level. Measured with tile models forced wherever the level
-// varies: crops whose levels vary only with anatomy (lung, bone) read 0.12-0.31 in the median
-// and lost up to 2.7 dB; the whole Siemens slice with FBP noise read 0.62-0.78 and gained up to
-// 3.1 dB, the whole Catphan slice 0.36-0.42 and up to 1.1 dB; but the whole CThead slice (its
-// skull) read 0.33-0.43 with FBP noise and lost up to 0.9 dB, hence the limit above it.
-constexpr double kLeastTextureChange = 0.45;
+// varies (whole tiles): crops whose levels vary only with anatomy (lung, bone) read 0.12-0.31 in
+// the median and lost up to 2.7 dB; the whole Siemens slice with FBP noise read 0.62-0.78 and
+// gained up to 3.1 dB, the whole Catphan slice 0.36-0.42 and up to 1.1 dB. Read in whole tiles,
+// the CThead slice's skull bent its texture to 0.33-0.43 and the limit had to be 0.45, above the
+// Catphan's; read in the flat parts, 0.33 gains the Catphan slice (whole slices 265 -> 278 of 300
+// within the goal, with the flat parts' say on whether the level varies).
+constexpr double kLeastTextureChange = 0.33;
 
 double texture_change(const Semivariances& model, const Semivariances& semivariance) {
   double mean = 0, model_mean = 0;
@@ -236,32 +239,36 @@ double texture_change(const Semivariances& model, const Semivariances& semivaria
 }
 
 // Sets s.tile_models and s.tile_of (and the tiles' levels in `chosen`) where the texture changes
-// over the image; else leaves them empty.
-void use_tile_textures(Sample& s, const NoiseModel& noise, const std::vector<TileBox>& tiles,
+// over the image; else leaves them empty. The semivariances are read in the tiles' flat parts: a
+// skull's edge bends a whole tile's (the whole CThead slice with FBP noise read a texture change
+// of 0.33-0.43 in whole tiles, 0.19-0.39 in their flat parts; the Catphan, without such edges,
+// 0.36-0.42 in both).
+void use_tile_textures(Sample& s, const NoiseModel& noise, const std::vector<Volume>& flat_tiles,
                        const std::vector<double>& levels, const std::vector<std::array<double, 3>>& centres,
                        const std::vector<float>& padding, std::vector<double>& chosen) {
   const Semivariances unit = unit_semivariances(noise);
-  std::vector<std::optional<Semivariances>> measured(tiles.size());
-  cpu::for_each_piece(i64(tiles.size()), 1, 0, [&](i64 t, i64, i64) {
-    measured[std::size_t(t)] = tile_semivariances(s.image.view(), tiles[std::size_t(t)], padding);
+  std::vector<std::optional<Semivariances>> measured(flat_tiles.size());
+  cpu::for_each_piece(i64(flat_tiles.size()), 1, 0, [&](i64 t, i64, i64) {
+    const Volume& flat = flat_tiles[std::size_t(t)];
+    measured[std::size_t(t)] = tile_semivariances(flat.view(), TileBox{0, 0, 0, flat.dims()}, padding);
   });
   std::array<std::vector<double>, kTileLags.size()> by_lag;
-  for (std::size_t t = 0; t < tiles.size(); ++t) {
+  for (std::size_t t = 0; t < flat_tiles.size(); ++t) {
     // A tile without semivariances: what the image's model predicts at the tile's level.
     for (std::size_t k = 0; k < kTileLags.size(); ++k) {
       by_lag[k].push_back(measured[t] ? (*measured[t])[k] : levels[t] * levels[t] * unit[k]);
     }
   }
   for (auto& v : by_lag) v = median_of_nearest(centres, v);
-  std::vector<Semivariances> smoothed(tiles.size());
-  std::vector<double> changes(tiles.size());
-  for (std::size_t t = 0; t < tiles.size(); ++t) {
+  std::vector<Semivariances> smoothed(flat_tiles.size());
+  std::vector<double> changes(flat_tiles.size());
+  for (std::size_t t = 0; t < flat_tiles.size(); ++t) {
     for (std::size_t k = 0; k < kTileLags.size(); ++k) smoothed[t][k] = by_lag[k][t];
     changes[t] = texture_change(unit, smoothed[t]);
   }
   if (detail::median(changes) < kLeastTextureChange) return;
   const double gain = pseudo_residual_gain(noise);
-  for (std::size_t t = 0; t < tiles.size(); ++t) {
+  for (std::size_t t = 0; t < flat_tiles.size(); ++t) {
     const double own_gain = pseudo_residual_gain(tile_model(noise, smoothed[t], 1.0));
     const double level = own_gain > 0 ? chosen[t] * std::sqrt(gain / own_gain) : chosen[t];
     s.tile_models.push_back(tile_model(noise, smoothed[t], std::clamp(level, noise.sigma, kMaxTileLevel * noise.sigma)));
@@ -269,7 +276,7 @@ void use_tile_textures(Sample& s, const NoiseModel& noise, const std::vector<Til
   }
   // Voxels of no tile (a strip under 3 voxels wide): the image's model at the lags a tile reads.
   s.tile_models.push_back(tile_model(noise, unit, noise.sigma));
-  s.tile_of.assign(s.level_at.size(), std::uint32_t(tiles.size()));
+  s.tile_of.assign(s.level_at.size(), std::uint32_t(flat_tiles.size()));
 }
 
 }  // namespace
@@ -281,8 +288,11 @@ void use_tile_textures(Sample& s, const NoiseModel& noise, const std::vector<Til
 // converted by the model's correlation and kept between the model's sigma and kMaxTileLevel x it.
 // - Where the noise varies over the image, the risk is estimated for that variation: each tile
 //   gets its level smoothed over its neighbours (median_of_nearest), used when these span a factor
-//   kLeastLevelSpread or more. Whole slices with FBP noise were under-smoothed by 3-5 dB with
-//   one level for all.
+//   kLeastLevelSpread or more, both in whole tiles and in their flat parts (keep_flat_part). Whole
+//   slices with FBP noise were under-smoothed by 3-5 dB with one level for all. A skull or a
+//   lung's vessels made whole tiles' levels vary under noise that does not (white noise blurred by
+//   1.2 voxels on the CThead slice: a spread of 2.2-3.2 in whole tiles, 1.22-1.26 in flat parts),
+//   and the tile levels over-smoothed by up to 1.1 dB.
 // - Otherwise one level for all, the median of the tiles' flat parts (keep_flat_part): anatomy
 //   inflates a busy tile's pseudo-residuals, and per-tile levels over-smoothed crops full of
 //   texture (measured: 74 -> 121 of the 405 matrix cases missed the goal, five below the noisy
@@ -339,21 +349,28 @@ void measure_level(Sample& s, const NoiseModel& noise) {
     centres[std::size_t(t)] = c;
   });
   if (levels.empty()) return;
-  // The smoothed levels where they vary by kLeastLevelSpread or more over the tiles; else (a crop,
-  // or noise about as strong everywhere) the median of the tiles, one level for all.
+  // The smoothed levels where they vary by kLeastLevelSpread or more over the tiles, whole and flat;
+  // else (a crop, or noise about as strong everywhere) the median of the flat parts, one level for all.
   std::vector<double> chosen = median_of_nearest(centres, levels);
   const auto [low, high] = std::minmax_element(chosen.begin(), chosen.end());
-  const bool varies = *high >= kLeastLevelSpread * *low;
+  std::vector<Volume> flat_tiles(tiles.size());
+  std::vector<double> flat_levels(tiles.size());
+  cpu::for_each_piece(i64(tiles.size()), 1, 0, [&](i64 t, i64, i64) {
+    Volume& flat = flat_tiles[std::size_t(t)];
+    flat = copy_of(tiles[std::size_t(t)]);
+    keep_flat_part(flat, padding);
+    flat_levels[std::size_t(t)] = level_of(flat.view());
+  });
+  bool varies = *high >= kLeastLevelSpread * *low;
+  if (varies) {
+    const std::vector<double> flat_chosen = median_of_nearest(centres, flat_levels);
+    const auto [flat_low, flat_high] = std::minmax_element(flat_chosen.begin(), flat_chosen.end());
+    varies = *flat_high >= kLeastLevelSpread * *flat_low;
+  }
   if (!varies) {
-    std::vector<double> flat_levels(tiles.size());
-    cpu::for_each_piece(i64(tiles.size()), 1, 0, [&](i64 t, i64, i64) {
-      Volume tile = copy_of(tiles[std::size_t(t)]);
-      keep_flat_part(tile, padding);
-      flat_levels[std::size_t(t)] = level_of(tile.view());
-    });
     std::fill(chosen.begin(), chosen.end(), detail::median(flat_levels));
   } else {
-    use_tile_textures(s, noise, tiles, levels, centres, padding, chosen);
+    use_tile_textures(s, noise, flat_tiles, levels, centres, padding, chosen);
     s.noise_over_image = s.tile_models.empty() ? "tile levels" : "tile levels and textures";
   }
   double sum2 = 0;
