@@ -520,46 +520,42 @@ TEST(AutoParams, StrengthScalesTheOptimumAndBadInputIsRefused) {
 
 }  // namespace
 
-TEST(AutoParams, OneLevelIsReadInTheFlatPartsOfTheTiles) {
-  // White noise of sigma 20 over soft tissue whose every 32 x 32 tile holds a fine texture (a
-  // lattice of 60 HU) in three of its four quarters: the whole tiles' pseudo-residuals read the
-  // texture as noise (their median fails this test), their flat quarters do not.
-  const ctd::Dims d{224, 224, 1};
+// White noise of sigma 20 over 40 HU plus texture(x, y) in one slice: the automatic h of NLM at
+// search radius 4.
+template <class Texture>
+ctd::AutoChoice auto_h_over_texture(ctd::Dims d, std::uint32_t seed, Texture texture) {
   ctd::Volume noisy(d);
-  std::mt19937 rng(83);
+  std::mt19937 rng(seed);
   std::normal_distribution<double> normal(0, 1);
   for (i64 y = 0; y < d.ny; ++y)
-    for (i64 x = 0; x < d.nx; ++x) {
-      const bool textured = !((x % 32) < 16 && (y % 32) < 16);
-      const double texture = textured && (x + y) % 4 == 0 ? 60 : 0;
-      noisy.view()(x, y, 0) = float(40 + texture + 20 * normal(rng));
-    }
+    for (i64 x = 0; x < d.nx; ++x) noisy.view()(x, y, 0) = float(40 + texture(x, y) + 20 * normal(rng));
   ctd::NlmParams p;
   p.search_radius = 4;
-  const ctd::AutoChoice h = ctd::auto_nlm_h(noisy.view(), p);
+  return ctd::auto_nlm_h(noisy.view(), p);
+}
+
+TEST(AutoParams, OneLevelIsReadInTheFlatPartsOfTheTiles) {
+  // Soft tissue whose every 32 x 32 tile holds a fine texture (a lattice of 60 HU) in three of
+  // its four quarters: the whole tiles' pseudo-residuals read the texture as noise (their median
+  // fails this test), their flat quarters do not.
+  const ctd::AutoChoice h = auto_h_over_texture({224, 224, 1}, 83, [](i64 x, i64 y) {
+    const bool textured = !((x % 32) < 16 && (y % 32) < 16);
+    return textured && (x + y) % 4 == 0 ? 60.0 : 0.0;
+  });
   EXPECT_EQ(h.noise_over_image, "one level");
   EXPECT_NEAR(std::sqrt(h.noisy_mse / h.noise_share), 20, 2);
 }
 
 TEST(AutoParams, AnatomyAloneDoesNotMakeTheLevelVary) {
-  // White noise of sigma 20 everywhere; in the left half of the image every 32 x 32 tile holds a
-  // fine texture (diagonal lines of 60 HU, 3 voxels apart) in its left half, as a skull or a lung's vessels fill
-  // part of a tile. The whole tiles' levels there read the texture and vary several fold over the
-  // image; the tiles' flat parts do not, so one level serves (the whole tiles alone took tile
-  // levels and over-smoothed such images by up to 1.1 dB).
-  const ctd::Dims d{256, 224, 1};
-  ctd::Volume noisy(d);
-  std::mt19937 rng(89);
-  std::normal_distribution<double> normal(0, 1);
-  for (i64 y = 0; y < d.ny; ++y)
-    for (i64 x = 0; x < d.nx; ++x) {
-      const bool textured = x < d.nx / 2 && (x % 32) < 16;
-      const double texture = textured && (x + 2 * y) % 3 == 0 ? 60 : 0;
-      noisy.view()(x, y, 0) = float(40 + texture + 20 * normal(rng));
-    }
-  ctd::NlmParams p;
-  p.search_radius = 4;
-  const ctd::AutoChoice h = ctd::auto_nlm_h(noisy.view(), p);
+  // In the left half of the image every 32 x 32 tile holds a fine texture (diagonal lines of
+  // 60 HU, 3 voxels apart) in its left half, as a skull or a lung's vessels fill part of a tile.
+  // The whole tiles' levels there read the texture and vary several fold over the image; the
+  // tiles' flat parts do not, so one level serves (the whole tiles alone took tile levels and
+  // over-smoothed such images by up to 1.1 dB).
+  const ctd::AutoChoice h = auto_h_over_texture({256, 224, 1}, 89, [](i64 x, i64 y) {
+    const bool textured = x < 128 && (x % 32) < 16;
+    return textured && (x + 2 * y) % 3 == 0 ? 60.0 : 0.0;
+  });
   EXPECT_EQ(h.noise_over_image, "one level");
   EXPECT_NEAR(std::sqrt(h.noisy_mse / h.noise_share), 20, 2);
 }
