@@ -320,7 +320,8 @@ void measure_level(Sample& s, const NoiseModel& noise) {
         if (size.nx < 3 || size.ny < 3 || (!d.is_2d() && size.nz < 3)) continue;
         tiles.push_back({xs[i], ys[j], zs[k], size});
       }
-  std::vector<double> levels(tiles.size(), noise.sigma);
+  std::vector<double> levels(tiles.size(), noise.sigma), flat_levels(tiles.size(), noise.sigma);
+  std::vector<Volume> flat_tiles(tiles.size());
   std::vector<std::array<double, 3>> centres(tiles.size());
   // A tile's level from its pseudo-residual sigma, converted by the model's correlation; kept at
   // the model's level where too few of its voxels are usable.
@@ -333,17 +334,18 @@ void measure_level(Sample& s, const NoiseModel& noise) {
     }
     return noise.sigma;
   };
-  auto copy_of = [&](const TileBox& k) {
-    Volume tile(k.size);
+  // Each tile on one core (a 3D sample holds a few hundred): its level, then its flat part and that
+  // part's level.
+  cpu::for_each_piece(i64(tiles.size()), 1, 0, [&](i64 t, i64, i64) {
+    const TileBox& k = tiles[std::size_t(t)];
+    Volume& tile = flat_tiles[std::size_t(t)];
+    tile = Volume(k.size);
     for (i64 z = 0; z < k.size.nz; ++z)
       for (i64 y = 0; y < k.size.ny; ++y)
         for (i64 x = 0; x < k.size.nx; ++x) tile.view()(x, y, z) = s.image.view()(k.x0 + x, k.y0 + y, k.z0 + z);
-    return tile;
-  };
-  // Each tile on one core (a 3D sample holds a few hundred).
-  cpu::for_each_piece(i64(tiles.size()), 1, 0, [&](i64 t, i64, i64) {
-    const TileBox& k = tiles[std::size_t(t)];
-    levels[std::size_t(t)] = level_of(copy_of(k).view());
+    levels[std::size_t(t)] = level_of(tile.view());
+    keep_flat_part(tile, padding);
+    flat_levels[std::size_t(t)] = level_of(tile.view());
     std::array<double, 3> c = s.origin_of(k.x0, k.y0, k.z0);
     c[0] += double(k.size.nx) / 2, c[1] += double(k.size.ny) / 2, c[2] += double(k.size.nz) / 2;
     centres[std::size_t(t)] = c;
@@ -351,22 +353,12 @@ void measure_level(Sample& s, const NoiseModel& noise) {
   if (levels.empty()) return;
   // The smoothed levels where they vary by kLeastLevelSpread or more over the tiles, whole and flat;
   // else (a crop, or noise about as strong everywhere) the median of the flat parts, one level for all.
+  auto spread = [](const std::vector<double>& v) {
+    const auto [low, high] = std::minmax_element(v.begin(), v.end());
+    return *high / *low;
+  };
   std::vector<double> chosen = median_of_nearest(centres, levels);
-  const auto [low, high] = std::minmax_element(chosen.begin(), chosen.end());
-  std::vector<Volume> flat_tiles(tiles.size());
-  std::vector<double> flat_levels(tiles.size());
-  cpu::for_each_piece(i64(tiles.size()), 1, 0, [&](i64 t, i64, i64) {
-    Volume& flat = flat_tiles[std::size_t(t)];
-    flat = copy_of(tiles[std::size_t(t)]);
-    keep_flat_part(flat, padding);
-    flat_levels[std::size_t(t)] = level_of(flat.view());
-  });
-  bool varies = *high >= kLeastLevelSpread * *low;
-  if (varies) {
-    const std::vector<double> flat_chosen = median_of_nearest(centres, flat_levels);
-    const auto [flat_low, flat_high] = std::minmax_element(flat_chosen.begin(), flat_chosen.end());
-    varies = *flat_high >= kLeastLevelSpread * *flat_low;
-  }
+  const bool varies = spread(chosen) >= kLeastLevelSpread && spread(median_of_nearest(centres, flat_levels)) >= kLeastLevelSpread;
   if (!varies) {
     std::fill(chosen.begin(), chosen.end(), detail::median(flat_levels));
   } else {
