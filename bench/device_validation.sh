@@ -12,7 +12,8 @@ case ${1:-} in
     # The scans validate_params reads, in their folders (../shared does not travel).
     tar czf "$root/.device/validation-data.tgz" -C "$data" \
       dicom_series_siemens_biograph_mct_20slices/uncompressed_derived dicom_wg04_ct1_ge/CT1_UNC.dcm \
-      dicom_catphan_philips_brilliance64/dicom_file01.dcm cthead_stanford nifti_totalseg_example_ct/example_ct.nii.gz
+      dicom_catphan_philips_brilliance64/dicom_file01.dcm cthead_stanford nifti_totalseg_example_ct/example_ct.nii.gz \
+      fullhead15_vtk headsq_vtk
     ls -la "$root/.device/validation-data.tgz"
     ;;
   run)

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Regenerates docs/compressive_accuracy.md: PSNR of the compressive bilateral filter against the
-exact one (seed 002 Figs. 5, 8, 9) on real volumes, for sigma_s and sigma_r as fractions of the
+exact one (Yano et al. Figs. 5, 8, 9) on real volumes, for sigma_s and sigma_r as fractions of the
 value range, with the number of cosine terms M it chose. Every number comes from this run.
 The exact 3D filter costs (2 ceil(3 sigma_s) + 1)^3 per voxel on the CPU, so this uses 128^2 x 32
 crops and sigma_s <= 3; the 512^3 tables need the GPU (issue 4).

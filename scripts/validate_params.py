@@ -10,14 +10,17 @@ markers of docs/parameters.md.
 The full matrix takes about an hour on 2 cores; --reduced (what CI runs) about a minute. --extra
 runs the robustness textures outside the matrix (blurred and sharpened white noise, Shepp-Logan
 FBP, signal-dependent white noise) into their own table, --whole whole 512 x 512 slices, --volumes
-whole 3D volumes (large enough that the automatic choice runs on a sample of blocks)."""
+whole 3D volumes (large enough that the automatic choice runs on a sample of blocks), --heldout
+scans and textures that no rule was fitted on (VTK's FullHead slice and quarter-resolution head;
+band-pass, stretched, thick-slice and 720-view Hann FBP noise)."""
 import argparse, json, pathlib, subprocess, sys
 
 root = pathlib.Path(__file__).resolve().parent.parent
 MARKERS = {"matrix": ("<!-- validation:begin -->", "<!-- validation:end -->"),
            "extra": ("<!-- validation-extra:begin -->", "<!-- validation-extra:end -->"),
            "whole": ("<!-- validation-whole:begin -->", "<!-- validation-whole:end -->"),
-           "volumes": ("<!-- validation-volumes:begin -->", "<!-- validation-volumes:end -->")}
+           "volumes": ("<!-- validation-volumes:begin -->", "<!-- validation-volumes:end -->"),
+           "heldout": ("<!-- validation-heldout:begin -->", "<!-- validation-heldout:end -->")}
 
 
 def added_sigma(case):
@@ -71,6 +74,7 @@ def main():
     parser.add_argument("--extra", action="store_true", help="the robustness textures, into their own table")
     parser.add_argument("--whole", action="store_true", help="whole 512 x 512 slices, into their own table")
     parser.add_argument("--volumes", action="store_true", help="whole 3D volumes, into their own table")
+    parser.add_argument("--heldout", action="store_true", help="scans and textures no rule was fitted on, into their own table")
     parser.add_argument("--from", dest="source", help="render this JSON instead of running the matrix")
     parser.add_argument("--expected", type=int, default=0, help="cases of the full matrix (for a partial run's note)")
     args = parser.parse_args()
@@ -78,16 +82,17 @@ def main():
         out = pathlib.Path(args.source)
     else:
         out = root / "build" / "validation" / ("reduced.json" if args.reduced else "extra.json" if args.extra
-                                               else "whole.json" if args.whole else "volumes.json" if args.volumes else "full.json")
+                                               else "whole.json" if args.whole else "volumes.json" if args.volumes
+                                               else "heldout.json" if args.heldout else "full.json")
         out.parent.mkdir(parents=True, exist_ok=True)
         cmd = [str(root / "build" / "validate_params"), "--data", args.data, "--json", str(out)]
-        cmd += ["--reduced"] if args.reduced else ["--extra"] if args.extra else ["--whole"] if args.whole else ["--volumes"] if args.volumes else []
+        cmd += ["--reduced"] if args.reduced else ["--extra"] if args.extra else ["--whole"] if args.whole else ["--volumes"] if args.volumes else ["--heldout"] if args.heldout else []
         subprocess.run(cmd, check=True)
     cases = json.loads(out.read_text())
     note = f"{len(cases)} cases" + (f" of the {args.expected} of the full matrix (the run was cut short)" if args.expected and len(cases) < args.expected else "")
     doc = root / "docs" / "parameters.md"
     text = doc.read_text()
-    begin, end = MARKERS["extra" if args.extra else "whole" if args.whole else "volumes" if args.volumes else "matrix"]
+    begin, end = MARKERS["extra" if args.extra else "whole" if args.whole else "volumes" if args.volumes else "heldout" if args.heldout else "matrix"]
     a, b = text.index(begin), text.index(end) + len(end)
     doc.write_text(text[:a] + render(cases, note, begin, end) + text[b:])
     print(f"wrote {len(cases)} cases into docs/parameters.md", file=sys.stderr)

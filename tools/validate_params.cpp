@@ -2,7 +2,7 @@
 // textures and doses, several radii, 2D and 3D, NLM and the bilateral filter. For each case it
 // compares the automatic value with the best of a sweep against the noise-free reference.
 //
-//   validate_params --data ../shared/data [--reduced | --extra | --whole | --volumes] [--json out.json] [--only TEXT] [--oracle] [--models-only] [--curves] [--device cpu|auto]
+//   validate_params --data ../shared/data [--reduced | --extra | --whole | --volumes | --heldout] [--json out.json] [--only TEXT] [--oracle] [--models-only] [--curves] [--device cpu|auto]
 //
 // --device auto runs the filters (the sweeps and the automatic choice) on the GPU when there is
 // one: the full matrix then takes minutes instead of an hour.
@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -59,20 +60,30 @@ ctd::Volume centre_crop(const ctd::Volume& v, ctd::Dims size, i64 z_centre = -1)
   return crop(v, (d.nx - size.nx) / 2, (d.ny - size.ny) / 2, z0, size);
 }
 
-ctd::Volume read_cthead(const fs::path& folder) {
-  // 113 headerless big-endian uint16 slices, 12-bit values; CT numbers + 1024 (MANIFEST).
-  ctd::Volume v({256, 256, 113});
-  v.geometry.spacing = {1, 1, 2};
-  for (int s = 0; s < 113; ++s) {
-    std::ifstream f(folder / fmt::format("CThead.{}", s + 1), std::ios::binary);
-    std::vector<unsigned char> bytes(256 * 256 * 2);
+// Headerless numbered slices (prefix.1 ... prefix.n) of 16-bit CT numbers + 1024, as HU.
+ctd::Volume read_numbered_slices(const fs::path& folder, const std::string& prefix, ctd::Dims dims,
+                                 std::array<double, 3> spacing, bool big_endian_unsigned) {
+  ctd::Volume v(dims);
+  v.geometry.spacing = spacing;
+  const i64 plane = dims.nx * dims.ny;
+  for (i64 s = 0; s < dims.nz; ++s) {
+    std::ifstream f(folder / fmt::format("{}.{}", prefix, s + 1), std::ios::binary);
+    std::vector<unsigned char> bytes(std::size_t(plane * 2));
     if (!f.read(reinterpret_cast<char*>(bytes.data()), std::streamsize(bytes.size()))) {
-      throw ctd::Error(ctd::ErrorKind::Io, fmt::format("cannot read CThead slice {}", s + 1));
+      throw ctd::Error(ctd::ErrorKind::Io, fmt::format("cannot read {} slice {}", prefix, s + 1));
     }
-    for (i64 i = 0; i < 256 * 256; ++i) v.data()[s * 256 * 256 + i] = float((bytes[2 * i] << 8 | bytes[2 * i + 1]) - 1024);
+    for (i64 i = 0; i < plane; ++i) {
+      const int value = big_endian_unsigned ? bytes[2 * i] << 8 | bytes[2 * i + 1] : std::int16_t(bytes[2 * i] | bytes[2 * i + 1] << 8);
+      v.data()[s * plane + i] = float(value - 1024);
+    }
   }
   return v;
 }
+
+// CThead: 113 big-endian uint16 slices, 12-bit values (MANIFEST). VTK's headsq: 93 little-endian
+// int16 slices of 64 x 64, 3.2 x 3.2 x 1.5 mm, like FullHead's values.
+ctd::Volume read_cthead(const fs::path& folder) { return read_numbered_slices(folder, "CThead", {256, 256, 113}, {1, 1, 2}, true); }
+ctd::Volume read_headsq(const fs::path& folder) { return read_numbered_slices(folder, "quarter", {64, 64, 93}, {3.2, 3.2, 1.5}, false); }
 
 struct Texture {
   std::string name;  // e.g. "white", "FBP ramp 360 views", "FBP ramp 360 views, z-correlated"
@@ -83,10 +94,14 @@ struct Texture {
   bool z_correlated = false;
   double blur = 0;       // blurred: the Gaussian's sigma (voxels), in-plane; along z too when blur_z
   bool blur_z = false;   // sharpened: white noise less that blur of it (a sharp kernel's texture)
+  double blur_y = -1;    // blurred: another sigma along y (anisotropic noise); -1: the same as along x
+  double blur_only_z = 0;  // blurred: a sigma along z alone (thick slices), the plane left white
+  double band_outer = 0;   // bandpass: white noise blurred by `blur` less it blurred by this wider sigma
 };
 
 // Gaussian smoothing along one axis (sigma in voxels, mirror border), in place.
 void gaussian_along(ctd::Volume& v, int axis, double sigma) {
+  if (sigma <= 0) return;
   const ctd::Dims d = v.dims();
   const i64 n = axis == 0 ? d.nx : axis == 1 ? d.ny : d.nz;
   const i64 stride = axis == 0 ? 1 : axis == 1 ? d.nx : d.nx * d.ny;
@@ -129,17 +144,22 @@ ctd::Volume smooth_z(const ctd::Volume& v) {
 
 // (reference, noisy) for a clean scan and a texture; the seed varies with the dose.
 std::pair<ctd::Volume, ctd::Volume> make_pair(const ctd::Volume& clean, const Texture& t, std::uint64_t seed) {
-  if (t.kind == "white" || t.kind == "blurred" || t.kind == "sharpened" || t.kind == "signal") {
+  if (t.kind == "white" || t.kind == "blurred" || t.kind == "sharpened" || t.kind == "bandpass" || t.kind == "signal") {
     ctd::Volume noise(clean.dims(), clean.geometry);
     std::mt19937_64 rng(seed);
     std::normal_distribution<double> normal(0, 1);
     for (i64 i = 0; i < noise.size(); ++i) noise.data()[i] = float(normal(rng));
-    if (t.kind == "blurred" || t.kind == "sharpened") {  // through a Gaussian (or less it), scaled back to the level
+    if (t.kind == "blurred" || t.kind == "sharpened" || t.kind == "bandpass") {  // through a Gaussian (or less it), scaled back to the level
       ctd::Volume smooth = noise;
       gaussian_along(smooth, 0, t.blur);
-      gaussian_along(smooth, 1, t.blur);
-      if (t.blur_z) gaussian_along(smooth, 2, t.blur);
-      for (i64 i = 0; i < noise.size(); ++i) noise.data()[i] = t.kind == "blurred" ? smooth.data()[i] : noise.data()[i] - smooth.data()[i];
+      gaussian_along(smooth, 1, t.blur_y < 0 ? t.blur : t.blur_y);
+      gaussian_along(smooth, 2, t.blur_z ? t.blur : t.blur_only_z);
+      if (t.kind == "bandpass") {  // less a wider blur of the same noise: a ring-shaped noise power spectrum
+        ctd::Volume wide = noise;
+        for (int axis = 0; axis < 2; ++axis) gaussian_along(wide, axis, t.band_outer);
+        for (i64 i = 0; i < noise.size(); ++i) smooth.data()[i] -= wide.data()[i];
+      }
+      for (i64 i = 0; i < noise.size(); ++i) noise.data()[i] = t.kind == "sharpened" ? noise.data()[i] - smooth.data()[i] : smooth.data()[i];
       double sum2 = 0;
       for (i64 i = 0; i < noise.size(); ++i) sum2 += double(noise.data()[i]) * noise.data()[i];
       const float scale = float(1 / std::sqrt(sum2 / double(noise.size())));
@@ -280,7 +300,7 @@ std::vector<Setting> settings(bool flat, bool reduced) {
 
 int main(int argc, char** argv) {
   std::string data_dir = "../shared/data", json_path;
-  bool reduced = false, oracle_too = false, extra = false, whole = false, volumes = false;
+  bool reduced = false, oracle_too = false, extra = false, whole = false, volumes = false, heldout = false;
   double check_gap = -1;
   int threads = 0;
   std::string only, dump;
@@ -298,6 +318,7 @@ int main(int argc, char** argv) {
     else if (a == "--extra") extra = true;  // textures outside the list instead: smooth, Shepp-Logan, signal-dependent
     else if (a == "--whole") whole = true;  // whole 512 x 512 slices instead of crops
     else if (a == "--volumes") volumes = true;  // whole 3D volumes, large enough to be sampled
+    else if (a == "--heldout") heldout = true;  // scans and textures that no rule was fitted on
     else if (a == "--oracle") oracle_too = true;  // also the choice with the noise model of the added noise alone
     else if (a == "--check") check_gap = std::stod(next());  // exit 1 when a case's PSNR gap is larger, or below the noisy input
     else if (a == "--threads") threads = std::stoi(next());
@@ -311,7 +332,7 @@ int main(int argc, char** argv) {
       device = v == "cpu" ? ctd::Device::Cpu : ctd::Device::Auto;
     }
     else {
-      fmt::print(stderr, "usage: validate_params [--data DIR] [--reduced | --extra | --whole | --volumes] [--json FILE] [--only TEXT] [--oracle] [--models-only] [--curves] [--device cpu|auto]\n");
+      fmt::print(stderr, "usage: validate_params [--data DIR] [--reduced | --extra | --whole | --volumes | --heldout] [--json FILE] [--only TEXT] [--oracle] [--models-only] [--curves] [--device cpu|auto]\n");
       return 2;
     }
   }
@@ -360,6 +381,13 @@ int main(int argc, char** argv) {
                  {"CThead, 40 whole slices", centre_crop(cthead, {256, 256, 40}, 60)},
                  {"TotalSegmentator abdomen, whole volume", totalseg}};
     }
+    if (heldout) {  // a check on what no rule has seen: VTK's FullHead slice and its quarter-resolution volume
+      ctd::Volume fullhead = read("fullhead15_vtk/fullhead15.png");
+      fullhead.geometry.spacing = {0.9375, 0.9375, 1.5};
+      for (i64 i = 0; i < fullhead.size(); ++i) fullhead.data()[i] -= 1024;
+      scans2d = {{"FullHead, whole slice", fullhead}};
+      scans3d = {{"headsq, whole volume", read_headsq(data / "headsq_vtk")}};
+    }
     // Noise levels (the "doses"): 30, 45 and 60 HU, at least about three times the scans' own.
     const std::vector<double> levels = reduced ? std::vector<double>{45.0} : std::vector<double>{30.0, 45.0, 60.0};
     std::vector<Texture> textures2d, textures3d;
@@ -393,6 +421,28 @@ int main(int argc, char** argv) {
           to->push_back(Texture{fmt::format("white sharpened, sigma {}", level), "sharpened", level, 0,
                                 ctd::FbpWindow::Ramp, false, 1.0, false});
         }
+      }
+    } else if (heldout) {
+      // Textures no rule was fitted on: a ring-shaped noise power spectrum (band-pass), noise
+      // stretched along x, thick slices (white in-plane, blurred along z) and 720-view Hann FBP.
+      for (double level : levels) {
+        for (auto* to : {&textures2d, &textures3d}) {
+          to->push_back(Texture{fmt::format("white, sigma {}", level), "white", level});
+          Texture band{fmt::format("band-pass 0.6-1.8 vox, sigma {}", level), "bandpass", level};
+          band.blur = 0.6;
+          band.band_outer = 1.8;
+          to->push_back(band);
+        }
+        Texture stretched{fmt::format("white blurred 1.2 x 0.3 vox, sigma {}", level), "blurred", level};
+        stretched.blur = 1.2;
+        stretched.blur_y = 0.3;
+        textures2d.push_back(stretched);
+        textures2d.push_back(Texture{fmt::format("FBP Hann 720 views, sigma {}", level), "fbp", level, 720, ctd::FbpWindow::Hann});
+        Texture thick{fmt::format("white blurred along z 1 vox, sigma {}", level), "blurred", level};
+        thick.blur_only_z = 1.0;
+        textures3d.push_back(thick);
+        textures3d.push_back(Texture{fmt::format("FBP Hann 720 views, z-correlated, sigma {}", level), "fbp", level, 720,
+                                     ctd::FbpWindow::Hann, true});
       }
     } else if (volumes) {
       add(textures3d, "white", "white", 0, ctd::FbpWindow::Ramp, false);

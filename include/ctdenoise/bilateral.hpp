@@ -25,10 +25,10 @@ enum class BilateralAlgorithm {
   Auto,         // the fastest exact variant for the device (CPU: direct, CUDA: fused)
   Direct,       // CPU: direct sum over the window, spatial weights tabulated
   Naive,        // CUDA: one thread per voxel, everything from global memory (the papers' baseline)
-  Tiled,        // CUDA: seed 000, the apron in shared memory, the spatial kernel in constant memory
+  Tiled,        // CUDA: Mueller et al., the apron in shared memory, the spatial kernel in constant memory
   Fused,        // CUDA: each thread 8 outputs down a column sharing every loaded neighbour, one exp2
                 // per pair
-  Compressive,  // CPU and CUDA, approximate (seed 002 / Sugimoto & Kamata 2015): the range kernel as
+  Compressive,  // CPU and CUDA, approximate (Yano et al. / Sugimoto & Kamata 2015): the range kernel as
                 // a cosine series, so the filter becomes 4M + 1 separable Gaussian filters; see accuracy_db
 };
 
@@ -42,9 +42,9 @@ struct BilateralParams {
   std::array<double, 3> spacing{1.0, 1.0, 1.0};  // mm per voxel, used with SpatialUnit::Millimetre
   BilateralAlgorithm algorithm = BilateralAlgorithm::Auto;
   // Compressive only: the accuracy asked for, as PSNR in dB of the result against the exact
-  // filter over the input's value range (> 0; 50 dB by default, as in seed 002).
+  // filter over the input's value range (> 0; 50 dB by default, as in Yano et al.).
   float accuracy_db = 50.0f;
-  // Compressive only: the number of cosine terms M, fixed (seed 002 sweeps M = 3, 4, 7); 0 (the
+  // Compressive only: the number of cosine terms M, fixed (Yano et al. sweep M = 3, 4, 7); 0 (the
   // default) chooses M from accuracy_db. With M fixed, accuracy_db is ignored and the period T
   // is the one that balances the series' two errors (docs/filters.md).
   int terms = 0;

@@ -20,7 +20,7 @@ enum class PatchKernel {
 
 enum class PatchDistance {
   L2,  // the squared distance above
-  L1,  // seed 003: w = exp(-sum_k G(k) |u(p+k) - u(q+k)| / (h (2 patch_radius + 1)^dim)),
+  L1,  // Zhang et al.: w = exp(-sum_k G(k) |u(p+k) - u(q+k)| / (h (2 patch_radius + 1)^dim)),
        // G(0) = sqrt(2), G(k) = 1/|k|; patch_kernel and noise_sigma do not apply
 };
 
@@ -32,11 +32,11 @@ enum class CentreWeight {
 enum class NlmAlgorithm {
   Auto,          // the fastest exact variant for the device
   Displacement,  // CPU: one pass per displacement, symmetric pairs computed once;
-                 // CUDA: seed 004, kernels per displacement (difference, separable sums, weights)
-  RowWise,       // CUDA: seed 003, row partial distances once into shared memory, symmetric weights
+                 // CUDA: Márques & Pardo, kernels per displacement (difference, separable sums, weights)
+  RowWise,       // CUDA: Zhang et al., row partial distances once into shared memory, symmetric weights
   Naive,         // CUDA: one thread per voxel, everything from global memory (the papers' baseline)
-  Tiled,         // CUDA: seed 000, the block's apron prefetched into shared memory, then the naive loops
-  ZSlide,        // CUDA, 3D only: seed 001, each thread slides along z, planes kept in shared memory
+  Tiled,         // CUDA: Mueller et al., the block's apron prefetched into shared memory, then the naive loops
+  ZSlide,        // CUDA, 3D only: Horáček et al., each thread slides along z, planes kept in shared memory
   Fused,         // CUDA: tiles in shared memory, patch distances by sliding sums in registers,
                  // no intermediates in global memory
   Blockwise,     // CPU, APPROXIMATE: Coupe et al. 2008 blockwise NLM with voxel preselection

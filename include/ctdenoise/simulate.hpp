@@ -20,7 +20,7 @@ std::string_view to_string(FbpWindow window) noexcept;
 FbpWindow fbp_window_from_string(std::string_view name);  // throws InvalidArgument
 
 struct LowDoseParams {
-  int angles = 90;               // projections over 180 degrees (seed 000 uses 90), >= 1
+  int angles = 90;               // projections over 180 degrees (Mueller et al. use 90), >= 1
   double photons = 1e5;          // incident photons per detector bin, I0 > 0; infinity: no noise
                                  // (the same reconstruction of the clean image: a reference)
   double electronic_sigma = 0;   // Gaussian noise on the detected counts, >= 0

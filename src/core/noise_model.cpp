@@ -311,7 +311,7 @@ NoiseModel detail::estimate_noise_model(const ImageReads& reads) {
   //   anatomy alone (the noise-free Hann reconstruction of a 3 mm crop) 2.9 x.
   // White noise blurred by a Gaussian of 1.2 voxels reads 4.7 x: only the first way finds it.
   std::vector<Block> smooth_blocks;  // the blocks of the accepted smooth fit
-  auto smooth_fallback = [&]() -> std::optional<SmoothNoise> {
+  auto smooth_fallback = [&](double floor) -> std::optional<SmoothNoise> {
     const std::vector<Lag> near_lags = ring(2);
     const std::array<Lag, 2> axis_lag1{{{1, 0, 0}, {0, 1, 0}}}, axis_lag2{{{2, 0, 0}, {0, 2, 0}}},
         axis_lag4{{{4, 0, 0}, {0, 4, 0}}};
@@ -355,7 +355,6 @@ NoiseModel detail::estimate_noise_model(const ImageReads& reads) {
                                  : std::numeric_limits<double>::quiet_NaN();
       }
     }
-    const double floor = pseudo_residual_sigma();
     // The fit over the blocks that are flat by `flatness` (with a white part or not), and the
     // blocks and the differences per lag it used; nothing where it is not clearly smooth noise.
     struct Fit {
@@ -463,7 +462,15 @@ NoiseModel detail::estimate_noise_model(const ImageReads& reads) {
     // read along z in the fit's blocks (slice_correlation assumes noise that is white in-plane,
     // and misses it: white noise blurred by 1.2 voxels in 3D, 0.83 with the next slice, read
     // under 0.2 there); under kLeastSliceCorrelation the slices count as independent.
-    if (const std::optional<SmoothNoise> smooth = smooth_fallback()) {
+    // The smooth fit is weighed against the larger of the 3D and the slices' own pseudo-residual
+    // sigma. The 3D one averages both slice neighbours, and noise correlated across slices
+    // (overlapping slices) makes it read low: Hann FBP noise smoothed by [1 2 1] along z on a
+    // 3.2 mm head read 2.5 x it, over kMaxSmoothGrain, and fell back to white noise of less than
+    // half its level. The slices' own one misses anatomy that changes from slice to slice, and reads
+    // low on thick slices (3 mm abdomen: 14.3 for the 3D 19.0).
+    SliceCorrelation z;
+    if (m.radius_z > 0) z = slice_correlation(reads, padding, pseudo_residual_sigma(), kMaxFallbackSlices);
+    if (const std::optional<SmoothNoise> smooth = smooth_fallback(std::max(pseudo_residual_sigma(), z.in_plane_sigma))) {
       m.fell_back_to_white = false;
       m.sigma = std::sqrt(smooth->c0 + smooth->white);
       // Lags out to 3 widths (the correlation there: 0.1), at most kMaxSmoothRadius.
@@ -487,8 +494,6 @@ NoiseModel detail::estimate_noise_model(const ImageReads& reads) {
           }
       return m;
     }
-    SliceCorrelation z;
-    if (m.radius_z > 0) z = slice_correlation(reads, padding, m.pseudo_residual_sigma, kMaxFallbackSlices);
     if (z.rho1 >= kLeastSliceCorrelation) {
       m.sigma = z.in_plane_sigma;
       m.radius_z = d.nz >= 5 ? 2 : 1;
