@@ -16,7 +16,8 @@ nlohmann::json noise_model_json(const NoiseModel& m) {
           {"correlation_lag1", {m.correlation(1, 0, 0), m.correlation(0, 1, 0), m.correlation(0, 0, 1)}},
           {"correlation_lag2", {m.correlation(2, 0, 0), m.correlation(0, 2, 0)}},
           {"flat_blocks", m.flat_blocks},
-          {"fell_back_to_white", m.fell_back_to_white}};
+          {"fell_back_to_white", m.fell_back_to_white},
+          {"read_from_first_lags", m.read_from_first_lags}};
 }
 
 nlohmann::json noise_json(const Volume& volume, const nlohmann::json& known_model) {
@@ -101,6 +102,8 @@ std::string format_image(const io::ImageInfo& info, const Volume& volume, const 
                        m["correlation_lag2"][0].get<double>(), m["correlation_lag2"][1].get<double>(),
                        m["fell_back_to_white"].get<bool>()
                            ? " (white: the flattest blocks hold anatomy, their correlation is not believed)"
+                       : m.value("read_from_first_lags", false)
+                           ? " (read from the first lags: no block is flat; on coarse scans fine anatomy can count as noise)"
                        : std::fabs(m["correlation_lag1"][0].get<double>()) < 0.1 && std::fabs(m["correlation_lag1"][1].get<double>()) < 0.1
                            ? " (nearly white)"
                            : "");

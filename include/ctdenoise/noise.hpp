@@ -55,6 +55,9 @@ struct NoiseModel {
                                      // white noise of the pseudo-residual sigma instead (false when
                                      // smooth noise fitted to the first two lags replaces it:
                                      // docs/parameters.md)
+  bool read_from_first_lags = false;  // no block was believed flat: the level is smooth noise fitted to the
+                                      // first lags, where anatomy adds least (on coarse scans, 3 mm and
+                                      // more, fine anatomy can still count as noise: docs/parameters.md)
 
   // C(dx, dy, dz); 0 outside the measured lags.
   double covariance_at(int dx, int dy, int dz) const noexcept;

@@ -128,6 +128,9 @@ void bind_filters(nb::module_& m) {
       .def_ro("excluded_value", &NoiseModel::excluded_value, "Padding value left out, or NaN.")
       .def_ro("fell_back_to_white", &NoiseModel::fell_back_to_white,
               "True when the measured correlation was not believed and white noise is assumed.")
+      .def_ro("read_from_first_lags", &NoiseModel::read_from_first_lags,
+              "True when no block was flat and the level is smooth noise fitted to the first lags (on "
+              "coarse scans fine anatomy can count as noise).")
       .def("correlation", &NoiseModel::correlation, "dx"_a, "dy"_a, "dz"_a,
            "C(dx, dy, dz) / sigma^2 (0 outside the measured lags).")
       .def("__repr__", [](const NoiseModel& n) {

@@ -472,6 +472,7 @@ NoiseModel detail::estimate_noise_model(const ImageReads& reads) {
     if (m.radius_z > 0) z = slice_correlation(reads, padding, pseudo_residual_sigma(), kMaxFallbackSlices);
     if (const std::optional<SmoothNoise> smooth = smooth_fallback(std::max(pseudo_residual_sigma(), z.in_plane_sigma))) {
       m.fell_back_to_white = false;
+      m.read_from_first_lags = true;
       m.sigma = std::sqrt(smooth->c0 + smooth->white);
       // Lags out to 3 widths (the correlation there: 0.1), at most kMaxSmoothRadius.
       m.radius_xy = std::clamp(int(std::ceil(3 * smooth->width)), kLagRadiusXy, kMaxSmoothRadius);

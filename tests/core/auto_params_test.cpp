@@ -81,6 +81,7 @@ TEST(NoiseModel, WhiteNoiseIsMeasuredWhite) {
       EXPECT_EQ(m.excluded_value, -3024.0);
       EXPECT_GT(m.flat_blocks, 4);
       EXPECT_FALSE(m.fell_back_to_white);
+      EXPECT_FALSE(m.read_from_first_lags);
     }
   }
 }

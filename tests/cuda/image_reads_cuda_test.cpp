@@ -53,6 +53,7 @@ void expect_same_model(const ctd::NoiseModel& a, const ctd::NoiseModel& b, const
   EXPECT_EQ(a.flat_blocks, b.flat_blocks) << what;
   EXPECT_TRUE(same(a.excluded_value, b.excluded_value)) << what;
   EXPECT_EQ(a.fell_back_to_white, b.fell_back_to_white) << what;
+  EXPECT_EQ(a.read_from_first_lags, b.read_from_first_lags) << what;
 }
 
 // A body (an ellipse with an insert) in padding, with noise of the given in-plane blur (voxels;

@@ -339,6 +339,7 @@ TEST(RealData, SmoothNoiseCorrelatedAcrossSlicesOnACoarseHeadIsRead) {
   const ctd::NoiseModel truth = ctd::estimate_noise_model(added.view());
   const ctd::NoiseModel m = ctd::estimate_noise_model(noisy.view());
   EXPECT_FALSE(m.fell_back_to_white) << "sigma " << m.sigma << ", the added noise's " << truth.sigma;
+  EXPECT_TRUE(m.read_from_first_lags);
   EXPECT_NEAR(m.sigma, truth.sigma, 0.15 * truth.sigma) << "pseudo-residual sigma " << m.pseudo_residual_sigma;
   EXPECT_GT(m.correlation(1, 0, 0), 0.5);
 }
