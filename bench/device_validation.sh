@@ -13,7 +13,7 @@ case ${1:-} in
     tar czf "$root/.device/validation-data.tgz" -C "$data" \
       dicom_series_siemens_biograph_mct_20slices/uncompressed_derived dicom_wg04_ct1_ge/CT1_UNC.dcm \
       dicom_catphan_philips_brilliance64/dicom_file01.dcm cthead_stanford nifti_totalseg_example_ct/example_ct.nii.gz \
-      fullhead15_vtk headsq_vtk
+      fullhead15_vtk headsq_vtk bonsai_volvis
     ls -la "$root/.device/validation-data.tgz"
     ;;
   run)

@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <zlib.h>
 
 #include <algorithm>
 #include <array>
@@ -84,6 +85,20 @@ ctd::Volume read_numbered_slices(const fs::path& folder, const std::string& pref
 // int16 slices of 64 x 64, 3.2 x 3.2 x 1.5 mm, like FullHead's values.
 ctd::Volume read_cthead(const fs::path& folder) { return read_numbered_slices(folder, "CThead", {256, 256, 113}, {1, 1, 2}, true); }
 ctd::Volume read_headsq(const fs::path& folder) { return read_numbered_slices(folder, "quarter", {64, 64, 93}, {3.2, 3.2, 1.5}, false); }
+
+// The Bonsai CT of the volume library (256^3 uint8, gzip), its values v mapped to 8 v - 1024 so that
+// its range is CT's (air -1024, the densest wood about +1000).
+ctd::Volume read_bonsai(const fs::path& file) {
+  const i64 n = 256;
+  std::vector<unsigned char> bytes(std::size_t(n * n * n));
+  gzFile gz = gzopen(file.c_str(), "rb");
+  const bool ok = gz != nullptr && gzread(gz, bytes.data(), unsigned(bytes.size())) == int(bytes.size());
+  if (gz != nullptr) gzclose(gz);
+  if (!ok) throw ctd::Error(ctd::ErrorKind::Io, fmt::format("cannot read {}", file.string()));
+  ctd::Volume v({n, n, n});
+  for (i64 i = 0; i < v.size(); ++i) v.data()[i] = 8.0f * bytes[std::size_t(i)] - 1024;
+  return v;
+}
 
 struct Texture {
   std::string name;  // e.g. "white", "FBP ramp 360 views", "FBP ramp 360 views, z-correlated"
@@ -386,7 +401,8 @@ int main(int argc, char** argv) {
       fullhead.geometry.spacing = {0.9375, 0.9375, 1.5};
       for (i64 i = 0; i < fullhead.size(); ++i) fullhead.data()[i] -= 1024;
       scans2d = {{"FullHead, whole slice", fullhead}};
-      scans3d = {{"headsq, whole volume", read_headsq(data / "headsq_vtk")}};
+      scans3d = {{"headsq, whole volume", read_headsq(data / "headsq_vtk")},
+                 {"Bonsai, 128 x 128 x 64 box", centre_crop(read_bonsai(data / "bonsai_volvis/bonsai_256x256x256_uint8.raw.gz"), {128, 128, 64})}};
     }
     // Noise levels (the "doses"): 30, 45 and 60 HU, at least about three times the scans' own.
     const std::vector<double> levels = reduced ? std::vector<double>{45.0} : std::vector<double>{30.0, 45.0, 60.0};
