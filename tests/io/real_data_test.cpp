@@ -116,6 +116,15 @@ fs::path concatenate(const fs::path& folder, const std::string& prefix, int n, c
   return out;
 }
 
+// VTK's headsq as its MANIFEST describes it: 93 little-endian int16 slices of 64 x 64, 3.2 x 3.2 x
+// 1.5 mm, concatenated into `raw` and read as headerless raw.
+ctd::Volume read_headsq_as_raw(const fs::path& raw) {
+  concatenate(data("headsq_vtk"), "quarter", 93, raw);
+  ctd::io::ReadOptions options;
+  options.raw = ctd::io::RawLayout{{64, 64, 93}, PixelType::Int16, ctd::io::ByteOrder::Little, {3.2, 3.2, 1.5}, 0};
+  return ctd::io::read_image(raw, options).volume;
+}
+
 TEST(RealData, CtHeadBigEndianRaw) {
   CTD_REQUIRE_SHARED_DATA();
   TempDir dir;
@@ -167,10 +176,7 @@ TEST(RealData, HeadsqNrrdHeaderIsRefusedClearlyAndItsSlicesReadAsRaw) {
     EXPECT_NE(std::string(e.what()).find("spacing"), std::string::npos) << e.what();
   }
   TempDir dir;
-  const fs::path raw = concatenate(data("headsq_vtk"), "quarter", 93, dir / "headsq.raw");
-  ctd::io::ReadOptions options;
-  options.raw = ctd::io::RawLayout{{64, 64, 93}, PixelType::Int16, ctd::io::ByteOrder::Little, {3.2, 3.2, 1.5}, 0};
-  EXPECT_EQ(range(ctd::io::read_image(raw, options).volume), (std::pair<float, float>{0, 3926}));
+  EXPECT_EQ(range(read_headsq_as_raw(dir / "headsq.raw")), (std::pair<float, float>{0, 3926}));
 }
 
 TEST(RealData, BonsaiUint8Volume) {
@@ -310,10 +316,7 @@ TEST(RealData, SmoothNoiseCorrelatedAcrossSlicesOnACoarseHeadIsRead) {
   // for 55 here; NLM 1.1-1.2 dB under-smoothed on the held-out check). The slices' own sigma is
   // the yardstick now.
   TempDir dir;
-  const fs::path raw = concatenate(data("headsq_vtk"), "quarter", 93, dir / "headsq.raw");
-  ctd::io::ReadOptions options;
-  options.raw = ctd::io::RawLayout{{64, 64, 93}, PixelType::Int16, ctd::io::ByteOrder::Little, {3.2, 3.2, 1.5}, 0};
-  const ctd::Volume whole = ctd::io::read_image(raw, options).volume;
+  const ctd::Volume whole = read_headsq_as_raw(dir / "headsq.raw");
   ctd::Volume head({64, 64, 40}, whole.geometry);  // 40 slices of the middle: a quicker test
   for (std::int64_t i = 0; i < head.size(); ++i) head.data()[i] = whole.data()[30 * 64 * 64 + i] - 1024;  // CT numbers + 1024
   ctd::LowDoseParams p;
