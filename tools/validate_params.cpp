@@ -107,10 +107,11 @@ struct Texture {
   int views = 0;
   ctd::FbpWindow window = ctd::FbpWindow::Ramp;
   bool z_correlated = false;
-  double blur = 0;       // blurred: the Gaussian's sigma (voxels), in-plane; along z too when blur_z
-  bool blur_z = false;   // sharpened: white noise less that blur of it (a sharp kernel's texture)
-  double blur_y = -1;    // blurred: another sigma along y (anisotropic noise); -1: the same as along x
-  double blur_only_z = 0;  // blurred: a sigma along z alone (thick slices), the plane left white
+  // blurred (and sharpened: white noise less that blur of it, a sharp kernel's texture): the
+  // Gaussian's sigmas in voxels along x, along y (-1: as along x) and along z (0: none)
+  double blur = 0;
+  double blur_z = 0;
+  double blur_y = -1;
   double band_outer = 0;   // bandpass: white noise blurred by `blur` less it blurred by this wider sigma
 };
 
@@ -168,7 +169,7 @@ std::pair<ctd::Volume, ctd::Volume> make_pair(const ctd::Volume& clean, const Te
       ctd::Volume smooth = noise;
       gaussian_along(smooth, 0, t.blur);
       gaussian_along(smooth, 1, t.blur_y < 0 ? t.blur : t.blur_y);
-      gaussian_along(smooth, 2, t.blur_z ? t.blur : t.blur_only_z);
+      gaussian_along(smooth, 2, t.blur_z);
       if (t.kind == "bandpass") {  // less a wider blur of the same noise: a ring-shaped noise power spectrum
         ctd::Volume wide = noise;
         for (int axis = 0; axis < 2; ++axis) gaussian_along(wide, axis, t.band_outer);
@@ -417,7 +418,7 @@ int main(int argc, char** argv) {
     auto blurred = [&](std::vector<Texture>& to, double blur, bool z) {
       for (double level : levels) {
         to.push_back(Texture{fmt::format("white blurred {} vox{}, sigma {}", blur, z ? " 3D" : "", level), "blurred",
-                             level, 0, ctd::FbpWindow::Ramp, false, blur, z});
+                             level, 0, ctd::FbpWindow::Ramp, false, blur, z ? blur : 0.0});
       }
     };
     if (extra) {
@@ -435,7 +436,7 @@ int main(int argc, char** argv) {
       for (auto* to : {&textures2d, &textures3d}) {
         for (double level : levels) {
           to->push_back(Texture{fmt::format("white sharpened, sigma {}", level), "sharpened", level, 0,
-                                ctd::FbpWindow::Ramp, false, 1.0, false});
+                                ctd::FbpWindow::Ramp, false, 1.0});
         }
       }
     } else if (heldout) {
@@ -455,7 +456,7 @@ int main(int argc, char** argv) {
         textures2d.push_back(stretched);
         textures2d.push_back(Texture{fmt::format("FBP Hann 720 views, sigma {}", level), "fbp", level, 720, ctd::FbpWindow::Hann});
         Texture thick{fmt::format("white blurred along z 1 vox, sigma {}", level), "blurred", level};
-        thick.blur_only_z = 1.0;
+        thick.blur_z = 1.0;
         textures3d.push_back(thick);
         textures3d.push_back(Texture{fmt::format("FBP Hann 720 views, z-correlated, sigma {}", level), "fbp", level, 720,
                                      ctd::FbpWindow::Hann, true});

@@ -102,7 +102,7 @@ std::string format_image(const io::ImageInfo& info, const Volume& volume, const 
                        m["correlation_lag2"][0].get<double>(), m["correlation_lag2"][1].get<double>(),
                        m["fell_back_to_white"].get<bool>()
                            ? " (white: the flattest blocks hold anatomy, their correlation is not believed)"
-                       : m.value("read_from_first_lags", false)
+                       : m["read_from_first_lags"].get<bool>()
                            ? " (read from the first lags: no block is flat; on coarse scans fine anatomy can count as noise)"
                        : std::fabs(m["correlation_lag1"][0].get<double>()) < 0.1 && std::fabs(m["correlation_lag1"][1].get<double>()) < 0.1
                            ? " (nearly white)"
