@@ -2,7 +2,7 @@
 // textures and doses, several radii, 2D and 3D, NLM and the bilateral filter. For each case it
 // compares the automatic value with the best of a sweep against the noise-free reference.
 //
-//   validate_params --data ../shared/data [--reduced | --extra | --whole | --volumes | --heldout] [--json out.json] [--only TEXT] [--oracle] [--models-only] [--curves] [--device cpu|auto]
+//   validate_params --data ../shared/data [--reduced | --extra | --whole | --volumes | --heldout] [--json out.json] [--only TEXT] [--oracle] [--models-only | --auto-only] [--curves] [--device cpu|auto]
 //
 // --device auto runs the filters (the sweeps and the automatic choice) on the GPU when there is
 // one: the full matrix then takes minutes instead of an hour.
@@ -320,7 +320,7 @@ int main(int argc, char** argv) {
   double check_gap = -1;
   int threads = 0;
   std::string only, dump;
-  bool models_only = false, curves = false;
+  bool models_only = false, auto_only = false, curves = false;
   ctd::Device device = ctd::Device::Cpu;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -340,6 +340,7 @@ int main(int argc, char** argv) {
     else if (a == "--threads") threads = std::stoi(next());
     else if (a == "--only") only = next();  // a substring of the case names to run
     else if (a == "--models-only") models_only = true;  // each case's noise model only (which rule it took), no sweep
+    else if (a == "--auto-only") auto_only = true;  // each case's automatic value only, no sweep (bench/auto_against_curves.py)
     else if (a == "--curves") curves = true;  // the SSIM of every value swept too (for studying the choice)
     else if (a == "--dump") dump = next();  // folder for each case's reference and noisy image (float32 raw)
     else if (a == "--device") {
@@ -348,7 +349,7 @@ int main(int argc, char** argv) {
       device = v == "cpu" ? ctd::Device::Cpu : ctd::Device::Auto;
     }
     else {
-      fmt::print(stderr, "usage: validate_params [--data DIR] [--reduced | --extra | --whole | --volumes | --heldout] [--json FILE] [--only TEXT] [--oracle] [--models-only] [--curves] [--device cpu|auto]\n");
+      fmt::print(stderr, "usage: validate_params [--data DIR] [--reduced | --extra | --whole | --volumes | --heldout] [--json FILE] [--only TEXT] [--oracle] [--models-only | --auto-only] [--curves] [--device cpu|auto]\n");
       return 2;
     }
   }
@@ -517,12 +518,28 @@ int main(int argc, char** argv) {
               return ctd::auto_bilateral_sigma_range(noisy.view(), p, model, context);
             };
             if (models_only) {
-              const ctd::NoiseModel mm = ctd::estimate_noise_model(noisy.view());
-              fmt::print("MODEL {} | {}: sigma {:.2f} pr {:.2f} fell_back {}\n", case_name, s.label, mm.sigma, mm.pseudo_residual_sigma, mm.fell_back_to_white);
+              // Which rule the model took and what it read; with --oracle, the added noise's own model too.
+              auto print_model = [&](const char* what, const ctd::NoiseModel& m) {
+                fmt::print("{} {} | {}: sigma {:.2f} pr {:.2f} fell_back {} first_lags {} rho x {:.2f},{:.2f} y {:.2f} z {:.2f},{:.2f} blocks {}\n",
+                           what, case_name, s.label, m.sigma, m.pseudo_residual_sigma, m.fell_back_to_white,
+                           m.read_from_first_lags, m.correlation(1, 0, 0), m.correlation(2, 0, 0), m.correlation(0, 1, 0),
+                           m.correlation(0, 0, 1), m.correlation(0, 0, 2), m.flat_blocks);
+              };
+              print_model("MODEL", ctd::estimate_noise_model(noisy.view()));
+              if (oracle_too) {
+                ctd::Volume added = noisy;
+                for (i64 i = 0; i < added.size(); ++i) added.data()[i] -= reference.data()[i];
+                print_model("ORACLE", ctd::estimate_noise_model(added.view()));
+              }
               std::fflush(stdout);
               break;
             }
             choice = choose(ctd::estimate_noise_model(noisy.view()));
+            if (auto_only) {
+              fmt::print("AUTO {} | {}: {:.4f}\n", case_name, s.label, choice.value);
+              std::fflush(stdout);
+              continue;
+            }
             const ctd::Volume auto_out = run(s, noisy, choice.value, context);
             const Quality auto_q = quality(reference, auto_out);
             json sweep = json::array();  // every value swept: [value, PSNR, SSIM (with --curves, else null)]
