@@ -58,15 +58,21 @@ def picked(case, rule, parameter):
     return value * math.exp(-math.sqrt(parameter * least / curvature))
 
 
+def judge(case, value):
+    """PSNR and SSIM at `value` on the case's sweep, and whether they are within the goal."""
+    psnr, ssim = interpolate(case["sweep"], value)
+    return psnr, ssim, case["best"]["psnr"] - psnr <= 0.5 and case["best"]["ssim"] - ssim <= 0.005
+
+
 def score(cases, rule, parameter):
     within, worst, over, under, below = 0, 0.0, 0, 0, 0
     for case in cases:
         value = picked(case, rule, parameter)
-        psnr, ssim = interpolate(case["sweep"], value)
+        psnr, ssim, ok = judge(case, value)
         gap = case["best"]["psnr"] - psnr
         if psnr < case["noisy"]["psnr"] or ssim < case["noisy"]["ssim"]:
             below += 1
-        if gap <= 0.5 and case["best"]["ssim"] - ssim <= 0.005:
+        if ok:
             within += 1
         elif value > case["best_value"]:
             over += 1

@@ -78,21 +78,21 @@ def main():
     parser.add_argument("--from", dest="source", help="render this JSON instead of running the matrix")
     parser.add_argument("--expected", type=int, default=0, help="cases of the full matrix (for a partial run's note)")
     args = parser.parse_args()
+    # The set asked for (one of these flags), or None: the matrix.
+    kind = next((k for k in ("reduced", "extra", "whole", "volumes", "heldout") if getattr(args, k)), None)
     if args.source:
         out = pathlib.Path(args.source)
     else:
-        out = root / "build" / "validation" / ("reduced.json" if args.reduced else "extra.json" if args.extra
-                                               else "whole.json" if args.whole else "volumes.json" if args.volumes
-                                               else "heldout.json" if args.heldout else "full.json")
+        out = root / "build" / "validation" / f"{kind or 'full'}.json"
         out.parent.mkdir(parents=True, exist_ok=True)
         cmd = [str(root / "build" / "validate_params"), "--data", args.data, "--json", str(out)]
-        cmd += ["--reduced"] if args.reduced else ["--extra"] if args.extra else ["--whole"] if args.whole else ["--volumes"] if args.volumes else ["--heldout"] if args.heldout else []
+        cmd += [f"--{kind}"] if kind else []
         subprocess.run(cmd, check=True)
     cases = json.loads(out.read_text())
     note = f"{len(cases)} cases" + (f" of the {args.expected} of the full matrix (the run was cut short)" if args.expected and len(cases) < args.expected else "")
     doc = root / "docs" / "parameters.md"
     text = doc.read_text()
-    begin, end = MARKERS["extra" if args.extra else "whole" if args.whole else "volumes" if args.volumes else "heldout" if args.heldout else "matrix"]
+    begin, end = MARKERS[kind if kind in MARKERS else "matrix"]
     a, b = text.index(begin), text.index(end) + len(end)
     doc.write_text(text[:a] + render(cases, note, begin, end) + text[b:])
     print(f"wrote {len(cases)} cases into docs/parameters.md", file=sys.stderr)

@@ -20,9 +20,9 @@
 
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -363,41 +363,13 @@ int main(int argc, char** argv) {
   context.device = device;
 
   try {
-    // The scans: 2D slices (256 x 256 central crops) and 3D boxes.
+    // The scans of the set asked for: 2D slices and 3D boxes, each read only where a set uses it.
     auto read = [&](const char* rel) { return ctd::io::read_image(data / rel).volume; };
-    const ctd::Volume siemens = read("dicom_series_siemens_biograph_mct_20slices/uncompressed_derived");
-    const ctd::Volume ct1 = read("dicom_wg04_ct1_ge/CT1_UNC.dcm");
-    const ctd::Volume catphan = read("dicom_catphan_philips_brilliance64/dicom_file01.dcm");
-    const ctd::Volume cthead = read_cthead(data / "cthead_stanford");
-    const ctd::Volume totalseg = read("nifti_totalseg_example_ct/example_ct.nii.gz");
-        std::vector<Scan> scans2d = {
-        {"Siemens abdomen", centre_crop(siemens, {256, 256, 1}, 10)},
-        {"WG-04 CT1 chest", centre_crop(ct1, {256, 256, 1})},
-        {"Catphan", centre_crop(catphan, {256, 256, 1})},
-    };
-    std::vector<Scan> scans3d = {
-        {"Siemens abdomen", centre_crop(siemens, {96, 96, 12})},
-        {"CThead", centre_crop(cthead, {96, 96, 12}, 60)},
-        {"TotalSegmentator abdomen", centre_crop(totalseg, {96, 96, 12})},
-    };
-    if (reduced) {
-      scans2d = {{"Siemens abdomen", centre_crop(siemens, {160, 160, 1}, 10)}};
-      scans3d = {{"Siemens abdomen", centre_crop(siemens, {112, 112, 8})}};
-    }
-    if (whole) {  // whole slices: air, the table and noise that varies across the field (CThead: added
-                  // after the rules were set, as a check on a scan none of them had seen)
-      scans2d = {{"Siemens abdomen, whole slice", centre_crop(siemens, {512, 512, 1}, 10)},
-                 {"WG-04 CT1 chest, whole slice", centre_crop(ct1, {512, 512, 1})},
-                 {"Catphan, whole slice", centre_crop(catphan, {512, 512, 1})},
-                 {"CThead, whole slice", centre_crop(cthead, {256, 256, 1}, 60)}};
-      scans3d = {};
-    }
-    if (volumes) {  // whole volumes over 2^17 voxels: the automatic choice runs on a sample of blocks
-      scans2d = {};
-      scans3d = {{"Siemens abdomen, whole volume", siemens},
-                 {"CThead, 40 whole slices", centre_crop(cthead, {256, 256, 40}, 60)},
-                 {"TotalSegmentator abdomen, whole volume", totalseg}};
-    }
+    auto read_siemens = [&] { return read("dicom_series_siemens_biograph_mct_20slices/uncompressed_derived"); };
+    auto read_ct1 = [&] { return read("dicom_wg04_ct1_ge/CT1_UNC.dcm"); };
+    auto read_catphan = [&] { return read("dicom_catphan_philips_brilliance64/dicom_file01.dcm"); };
+    auto read_totalseg = [&] { return read("nifti_totalseg_example_ct/example_ct.nii.gz"); };
+    std::vector<Scan> scans2d, scans3d;
     if (heldout) {  // a check on what no rule has seen: VTK's FullHead slice and its quarter-resolution volume
       ctd::Volume fullhead = read("fullhead15_vtk/fullhead15.png");
       fullhead.geometry.spacing = {0.9375, 0.9375, 1.5};
@@ -405,6 +377,28 @@ int main(int argc, char** argv) {
       scans2d = {{"FullHead, whole slice", fullhead}};
       scans3d = {{"headsq, whole volume", read_headsq(data / "headsq_vtk")},
                  {"Bonsai, 128 x 128 x 64 box", centre_crop(read_bonsai(data / "bonsai_volvis/bonsai_256x256x256_uint8.raw.gz"), {128, 128, 64})}};
+    } else if (volumes) {  // whole volumes over 2^17 voxels: the automatic choice runs on a sample of blocks
+      scans3d = {{"Siemens abdomen, whole volume", read_siemens()},
+                 {"CThead, 40 whole slices", centre_crop(read_cthead(data / "cthead_stanford"), {256, 256, 40}, 60)},
+                 {"TotalSegmentator abdomen, whole volume", read_totalseg()}};
+    } else if (whole) {  // whole slices: air, the table and noise that varies across the field (CThead:
+                         // added after the rules were set, as a check on a scan none of them had seen)
+      scans2d = {{"Siemens abdomen, whole slice", centre_crop(read_siemens(), {512, 512, 1}, 10)},
+                 {"WG-04 CT1 chest, whole slice", centre_crop(read_ct1(), {512, 512, 1})},
+                 {"Catphan, whole slice", centre_crop(read_catphan(), {512, 512, 1})},
+                 {"CThead, whole slice", centre_crop(read_cthead(data / "cthead_stanford"), {256, 256, 1}, 60)}};
+    } else if (reduced) {
+      const ctd::Volume siemens = read_siemens();
+      scans2d = {{"Siemens abdomen", centre_crop(siemens, {160, 160, 1}, 10)}};
+      scans3d = {{"Siemens abdomen", centre_crop(siemens, {112, 112, 8})}};
+    } else {  // the matrix and the robustness textures: 256 x 256 central crops and 96 x 96 x 12 boxes
+      const ctd::Volume siemens = read_siemens();
+      scans2d = {{"Siemens abdomen", centre_crop(siemens, {256, 256, 1}, 10)},
+                 {"WG-04 CT1 chest", centre_crop(read_ct1(), {256, 256, 1})},
+                 {"Catphan", centre_crop(read_catphan(), {256, 256, 1})}};
+      scans3d = {{"Siemens abdomen", centre_crop(siemens, {96, 96, 12})},
+                 {"CThead", centre_crop(read_cthead(data / "cthead_stanford"), {96, 96, 12}, 60)},
+                 {"TotalSegmentator abdomen", centre_crop(read_totalseg(), {96, 96, 12})}};
     }
     // Noise levels (the "doses"): 30, 45 and 60 HU, at least about three times the scans' own.
     const std::vector<double> levels = reduced ? std::vector<double>{45.0} : std::vector<double>{30.0, 45.0, 60.0};
@@ -497,9 +491,7 @@ int main(int argc, char** argv) {
           bool any = false;
           for (const Setting& s : settings(flat, reduced)) any = any || (case_name + " | " + s.label).find(only) != std::string::npos;
           if (!any) continue;
-          const auto start = std::chrono::steady_clock::now();
           const auto [reference, noisy] = make_pair(scan.volume, t, 1000 + ti);
-          const Quality noisy_q = quality(reference, noisy);
           if (!dump.empty()) {
             std::string stem = case_name;
             for (char& c : stem) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
@@ -508,9 +500,21 @@ int main(int argc, char** argv) {
             std::ofstream(fs::path(dump) / (stem + "_noisy.raw"), std::ios::binary)
                 .write(reinterpret_cast<const char*>(noisy.data()), std::streamsize(noisy.size() * 4));
           }
+          // Once per case, for all its settings: the noisy image's model, the input's quality and the
+          // reference's own noise (for the sweeps), and with --oracle the model of the added noise
+          // alone (noisy - reference).
+          const ctd::NoiseModel noisy_model = ctd::estimate_noise_model(noisy.view());
+          const bool sweeps = !models_only && !auto_only;
+          const Quality noisy_q = sweeps ? quality(reference, noisy) : Quality{};
+          const double reference_noise = sweeps ? ctd::estimate_noise_model(reference.view()).sigma : 0.0;
+          std::optional<ctd::NoiseModel> oracle_model;
+          if (oracle_too) {
+            ctd::Volume added = noisy;
+            for (i64 i = 0; i < added.size(); ++i) added.data()[i] -= reference.data()[i];
+            oracle_model = ctd::estimate_noise_model(added.view());
+          }
           for (const Setting& s : settings(flat, reduced)) {
             if ((case_name + " | " + s.label).find(only) == std::string::npos) continue;
-            ctd::AutoChoice choice;
             auto choose = [&](const ctd::NoiseModel& model) {
               if (s.filter == "nlm") return ctd::auto_nlm_h(noisy.view(), s.nlm, model, context);
               ctd::BilateralParams p = s.bf;
@@ -525,16 +529,12 @@ int main(int argc, char** argv) {
                            m.read_from_first_lags, m.correlation(1, 0, 0), m.correlation(2, 0, 0), m.correlation(0, 1, 0),
                            m.correlation(0, 0, 1), m.correlation(0, 0, 2), m.flat_blocks);
               };
-              print_model("MODEL", ctd::estimate_noise_model(noisy.view()));
-              if (oracle_too) {
-                ctd::Volume added = noisy;
-                for (i64 i = 0; i < added.size(); ++i) added.data()[i] -= reference.data()[i];
-                print_model("ORACLE", ctd::estimate_noise_model(added.view()));
-              }
+              print_model("MODEL", noisy_model);
+              if (oracle_model) print_model("ORACLE", *oracle_model);
               std::fflush(stdout);
               break;
             }
-            choice = choose(ctd::estimate_noise_model(noisy.view()));
+            const ctd::AutoChoice choice = choose(noisy_model);
             if (auto_only) {
               fmt::print("AUTO {} | {}: {:.4f}\n", case_name, s.label, choice.value);
               std::fflush(stdout);
@@ -554,18 +554,14 @@ int main(int argc, char** argv) {
             json risk_curve = json::array();
             for (const ctd::RiskPoint& r : choice.curve) risk_curve.push_back({r.value, r.mse});
             const Quality best_q = quality(reference, run(s, noisy, best_value, context));
-            const double reference_noise = ctd::estimate_noise_model(reference.view()).sigma;
-            // The oracle (--oracle): the noise model measured on the added noise alone (noisy - reference).
+            // The oracle (--oracle): the choice with the added noise's own model.
             json oracle_json;
             std::string oracle_text;
-            if (oracle_too) {
-              ctd::Volume added = noisy;
-              for (i64 i = 0; i < added.size(); ++i) added.data()[i] -= reference.data()[i];
-              const ctd::NoiseModel oracle_model = ctd::estimate_noise_model(added.view());
-              const ctd::AutoChoice oracle = choose(oracle_model);
+            if (oracle_model) {
+              const ctd::AutoChoice oracle = choose(*oracle_model);
               const Quality oracle_q = quality(reference, run(s, noisy, oracle.value, context));
-              oracle_json = {{"noise_sigma", oracle_model.sigma}, {"value", oracle.value}, {"psnr", oracle_q.psnr}, {"ssim", oracle_q.ssim}};
-              oracle_text = fmt::format(" | oracle noise {:.1f} h {:.1f} gap {:+.2f}", oracle_model.sigma, oracle.value, oracle_q.psnr - best_q.psnr);
+              oracle_json = {{"noise_sigma", oracle_model->sigma}, {"value", oracle.value}, {"psnr", oracle_q.psnr}, {"ssim", oracle_q.ssim}};
+              oracle_text = fmt::format(" | oracle noise {:.1f} h {:.1f} gap {:+.2f}", oracle_model->sigma, oracle.value, oracle_q.psnr - best_q.psnr);
             }
             json c = {{"dim", flat ? "2D" : "3D"},
                       {"scan", scan.name},
@@ -598,7 +594,6 @@ int main(int argc, char** argv) {
                        noisy_q.ssim, auto_q.psnr - best_q.psnr, auto_q.ssim - best_q.ssim, oracle_text);
             std::fflush(stdout);
           }
-          (void)start;
         }
       }
     }
