@@ -382,6 +382,9 @@ void run_compare(const CompareOptions& o) {
                             b.dims().nx, b.dims().ny, b.dims().nz));
   }
   const Statistics s = statistics(a.view());
+  for (const auto& [what, stats] : {std::pair{"reference", s}, std::pair{"test", statistics(b.view())}}) {
+    if (stats.non_finite > 0) invalid(fmt::format("the {} has {} NaN or infinite voxel(s): its metrics would be NaN", what, stats.non_finite));
+  }
   const double range = o.data_range > 0 ? o.data_range : s.max - s.min;
   if (!(range > 0)) invalid("the reference is constant: give --data-range");
   const double padding = padding_value(a.view());

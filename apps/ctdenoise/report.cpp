@@ -44,7 +44,7 @@ nlohmann::json noise_json(const Volume& volume, const nlohmann::json& known_mode
 }
 
 nlohmann::json to_json(const Statistics& s) {
-  return {{"min", s.min}, {"max", s.max}, {"mean", s.mean}, {"std", s.std}};
+  return {{"min", s.min}, {"max", s.max}, {"mean", s.mean}, {"std", s.std}, {"non_finite_voxels", s.non_finite}};
 }
 
 nlohmann::json describe_image(const io::ImageInfo& info, const Volume& volume, const nlohmann::json& known_model) {
@@ -82,8 +82,12 @@ std::string format_image(const io::ImageInfo& info, const Volume& volume, const 
   out += fmt::format("direction:  [{:.4g} {:.4g} {:.4g}; {:.4g} {:.4g} {:.4g}; {:.4g} {:.4g} {:.4g}]\n", g.direction[0],
                      g.direction[1], g.direction[2], g.direction[3], g.direction[4], g.direction[5], g.direction[6],
                      g.direction[7], g.direction[8]);
-  out += fmt::format("values:     min {:.6g}, max {:.6g}, mean {:.6g}, std {:.6g}\n", s["min"].get<double>(),
-                     s["max"].get<double>(), s["mean"].get<double>(), s["std"].get<double>());
+  const std::int64_t non_finite = s["non_finite_voxels"].get<std::int64_t>();
+  out += fmt::format("values:     min {:.6g}, max {:.6g}, mean {:.6g}, std {:.6g}{}\n", s["min"].get<double>(),
+                     s["max"].get<double>(), s["mean"].get<double>(), s["std"].get<double>(),
+                     non_finite == 0 ? ""
+                                     : fmt::format(" over the finite voxels; {} NaN or infinite voxel(s), which the filters refuse",
+                                                   non_finite));
   const nlohmann::json& noise = description["noise_sigma"];
   if (noise.contains("pseudo-residual")) {
     out += fmt::format("noise:      sigma {:.4g} (pseudo-residuals), {:.4g} (wavelet MAD){}\n",

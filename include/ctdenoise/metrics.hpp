@@ -20,7 +20,7 @@ struct RegionStats {
   std::int64_t voxels = 0;
 };
 
-// Statistics of every voxel (statistics.hpp). Multithreaded; the same figures on any number of
+// Statistics of the finite voxels, and the count of the others (statistics.hpp). Multithreaded; the same figures on any number of
 // threads.
 Statistics statistics(ConstVolumeView<float> image);
 

@@ -67,17 +67,23 @@ Statistics statistics(ConstVolumeView<float> image) {
   Statistics s;
   const i64 n = image.dims.count();
   if (n <= 0) return s;
-  // Sums per fixed piece, added in order.
+  // Sums per fixed piece, added in order; NaN and infinite voxels counted apart (an image that
+  // holds some is described, not filtered).
   struct Piece {
     float min, max;
     double sum, sum2;
+    i64 non_finite;
   };
   constexpr i64 kPiece = 1 << 20;
   std::vector<Piece> pieces(std::size_t((n + kPiece - 1) / kPiece));
   cpu::for_each_piece(n, kPiece, 0, [&](i64 index, i64 begin, i64 end) {
     const float* v = image.data;
-    Piece p{v[begin], v[begin], 0, 0};
+    Piece p{std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(), 0, 0, 0};
     for (i64 i = begin; i < end; ++i) {
+      if (!std::isfinite(v[i])) {
+        ++p.non_finite;
+        continue;
+      }
       p.min = std::min(p.min, v[i]);
       p.max = std::max(p.max, v[i]);
       p.sum += v[i];
@@ -85,17 +91,20 @@ Statistics statistics(ConstVolumeView<float> image) {
     }
     pieces[std::size_t(index)] = p;
   });
-  s.min = pieces.front().min;
-  s.max = pieces.front().max;
-  double sum = 0, sum2 = 0;
+  double sum = 0, sum2 = 0, low = std::numeric_limits<double>::infinity(), high = -low;
   for (const Piece& p : pieces) {
-    s.min = std::min<double>(s.min, p.min);
-    s.max = std::max<double>(s.max, p.max);
+    low = std::min<double>(low, p.min);
+    high = std::max<double>(high, p.max);
     sum += p.sum;
     sum2 += p.sum2;
+    s.non_finite += p.non_finite;
   }
-  s.mean = sum / double(n);
-  s.std = std::sqrt(std::max(0.0, sum2 / double(n) - s.mean * s.mean));
+  const i64 finite = n - s.non_finite;
+  if (finite == 0) return s;
+  s.min = low;
+  s.max = high;
+  s.mean = sum / double(finite);
+  s.std = std::sqrt(std::max(0.0, sum2 / double(finite) - s.mean * s.mean));
   return s;
 }
 

@@ -71,6 +71,8 @@ inline std::vector<float> find_padding(const ImageReads& reads) {
   const i64 n = reads.dims().count();
   const i64 step = std::max<i64>(1, n / 1000000);
   std::vector<float> sample = reads.every(step, (n + step - 1) / step);
+  // NaN would break the sort's order and the runs below; no padding value is non-finite.
+  std::erase_if(sample, [](float v) { return !std::isfinite(v); });
   // Sorted in pieces on all cores, then merged: the same order as one sort.
   constexpr i64 kPiece = 1 << 16;
   const i64 size = i64(sample.size());

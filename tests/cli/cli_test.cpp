@@ -233,6 +233,25 @@ TEST(Cli, InfoDescribesAnImage) {
   EXPECT_NE(r.out.find("noise:      sigma"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("noise model: sigma"), std::string::npos) << r.out;
   EXPECT_EQ(nlohmann::json::parse(slurp(dir / "info.json"))["spacing_mm"][2], 2.0);
+  EXPECT_EQ(nlohmann::json::parse(slurp(dir / "info.json"))["statistics"]["non_finite_voxels"], 0);
+}
+
+// An image with NaN voxels is described (its figures over the finite voxels, the others counted),
+// not refused: info is where a user finds out why the filters refuse it.
+TEST(Cli, InfoCountsNonFiniteVoxels) {
+  TempDir dir;
+  ctd::Volume v = testing_util::random_volume({40, 30, 3}, 5, -50, 50);
+  v.data()[7] = std::numeric_limits<float>::quiet_NaN();
+  v.data()[99] = std::numeric_limits<float>::infinity();
+  ctd::io::write_image(v, {}, dir / "nan.mha");
+  const Result r = run(dir, "info nan.mha --json info.json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("over the finite voxels; 2 NaN or infinite voxel(s)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("nan,"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("noise:      sigma"), std::string::npos) << r.out;
+  const auto j = nlohmann::json::parse(slurp(dir / "info.json"));
+  EXPECT_EQ(j["statistics"]["non_finite_voxels"], 2);
+  EXPECT_LT(j["statistics"]["max"].get<double>(), 50.0);
 }
 
 TEST(Cli, RawInput) {
@@ -273,6 +292,9 @@ const BadRun kBadRuns[] = {
     {"truncated_input", "nlm truncated.nii.gz out.nii.gz --h 10", 3, "truncated"},
     {"corrupt_input", "nlm corrupt.nii out.nii.gz --h 10", 3, "corrupt"},
     {"nan_voxels", "nlm nan.nii out.nii.gz --h 10", 2, "NaN"},
+    {"nan_voxels_automatic_h", "nlm nan.mha out.nii.gz", 2, "NaN"},
+    {"nan_voxels_automatic_range", "bilateral nan.mha out.nii.gz --sigma-spatial 1", 2, "NaN"},
+    {"nan_voxels_compared", "compare nan.nii.gz nan.mha", 2, "NaN"},
     {"h_zero", "nlm in.nii.gz out.nii.gz --h 0", 2, "h must be"},
     {"h_negative", "nlm in.nii.gz out.nii.gz --h -3", 2, "h must be"},
     {"h_not_a_number", "nlm in.nii.gz out.nii.gz --h abc", 2, "--h"},
@@ -314,6 +336,9 @@ TEST_P(CliBadInput, OneLineMessageExitCodeAndNoOutput) {
   ctd::Volume nan = testing_util::random_volume({6, 5, 4}, 3);
   nan.data()[17] = std::numeric_limits<float>::quiet_NaN();
   ctd::io::write_image(nan, {}, dir / "nan.nii");
+  ctd::io::write_image(nan, {}, dir / "nan.mha");  // MetaImage keeps NaN voxels (the NIfTI reader refuses them)
+  nan.data()[17] = 1.0f;
+  ctd::io::write_image(nan, {}, dir / "nan.nii.gz");  // the same image without its NaN
   fs::create_directory(dir / "emptydir");
   const auto before = files(dir);
 

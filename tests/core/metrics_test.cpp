@@ -45,8 +45,39 @@ TEST(Metrics, StatisticsMatchAPlainPassOverManyPieces) {
   EXPECT_EQ(s.max, 5000.0);
   EXPECT_NEAR(s.mean, mean, 1e-9 * std::fabs(mean));
   EXPECT_NEAR(s.std, std::sqrt(sum2 / double(v.size()) - mean * mean), 1e-9 * s.std);
+  EXPECT_EQ(s.non_finite, 0);
   const ctd::Volume one({1, 1, 1});
   EXPECT_EQ(ctd::statistics(one.view()).max, 0.0);
+}
+
+// NaN and infinite voxels are counted and left out of the figures, in any piece; an image of
+// them alone has no figures.
+TEST(Metrics, StatisticsLeaveOutAndCountNonFiniteVoxels) {
+  ctd::Volume v = testing_util::random_volume({1031, 1030, 2}, 11, -200, 300);  // two pieces
+  const std::int64_t bad[] = {0, 1 << 20, v.size() - 1};
+  v.data()[bad[0]] = std::numeric_limits<float>::quiet_NaN();
+  v.data()[bad[1]] = std::numeric_limits<float>::infinity();
+  v.data()[bad[2]] = -std::numeric_limits<float>::infinity();
+  double sum = 0, sum2 = 0, low = 1e9, high = -1e9;
+  for (std::int64_t i = 0; i < v.size(); ++i) {
+    if (i == bad[0] || i == bad[1] || i == bad[2]) continue;
+    const double x = v.data()[i];
+    sum += x, sum2 += x * x, low = std::min(low, x), high = std::max(high, x);
+  }
+  const double n = double(v.size() - 3), mean = sum / n;
+  const ctd::Statistics s = ctd::statistics(v.view());
+  EXPECT_EQ(s.non_finite, 3);
+  EXPECT_EQ(s.min, low);
+  EXPECT_EQ(s.max, high);
+  EXPECT_NEAR(s.mean, mean, 1e-9 * std::fabs(mean));
+  EXPECT_NEAR(s.std, std::sqrt(sum2 / n - mean * mean), 1e-9 * s.std);
+  ctd::Volume nans({3, 1, 1});
+  for (std::int64_t i = 0; i < nans.size(); ++i) nans.data()[i] = std::numeric_limits<float>::quiet_NaN();
+  const ctd::Statistics none = ctd::statistics(nans.view());
+  EXPECT_EQ(none.non_finite, 3);
+  EXPECT_EQ(none.min, 0.0);
+  EXPECT_EQ(none.max, 0.0);
+  EXPECT_EQ(none.mean, 0.0);
 }
 
 TEST(Metrics, SsimMatchesTheReferenceIn2DAnd3D) {

@@ -2,6 +2,7 @@
 
 #include "common/test_util.hpp"
 
+#include <ctdenoise/auto_params.hpp>
 #include <ctdenoise/noise.hpp>
 
 #include "core/robust_stats.hpp"
@@ -52,6 +53,26 @@ TEST(Noise, NoiselessImageGivesZeroAndTinyImagesAreRefused) {
   EXPECT_EQ(ctd::estimate_noise(flat_image.view()).sigma, 0.0);
   ctd::Volume tiny({2, 2, 1});
   EXPECT_TRUE(testing_util::throws_kind([&] { ctd::estimate_noise(tiny.view()); }, ctd::ErrorKind::InvalidArgument));
+}
+
+// A few NaN voxels among padding (a mask that marked them): the padding is still found and the
+// noise still read (a NaN once broke the padding search's sort and ran it out of memory), and
+// the automatic parameters end on the filters' clear refusal.
+TEST(Noise, NonFiniteVoxelsDoNotStopThePaddingSearchOrTheModel) {
+  ctd::Volume v = phantom({96, 96, 6}, 20.0, 5);
+  for (std::int64_t i : {std::int64_t(0), v.size() / 3, v.size() - 1}) v.data()[i] = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> padding = ctd::detail::find_padding(*ctd::detail::host_reads(v.view()));
+  ASSERT_FALSE(padding.empty());
+  EXPECT_EQ(padding.front(), -3024.0f);
+  const ctd::NoiseModel m = ctd::estimate_noise_model(v.view());
+  EXPECT_NEAR(m.sigma, 20.0, 2.0);
+  try {
+    ctd::auto_nlm_h(v.view(), ctd::NlmParams{});
+    FAIL() << "no throw";
+  } catch (const ctd::Error& e) {
+    EXPECT_EQ(e.kind(), ctd::ErrorKind::InvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("3 NaN or infinite"), std::string::npos) << e.what();
+  }
 }
 
 TEST(NoiseEstimate, ASmallerSampleOfResidualsReadsTheSameLevel) {

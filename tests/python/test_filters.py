@@ -154,6 +154,12 @@ def test_bad_input_gives_clear_errors(rng):
         ctdenoise.bilateral(image, 10.0, sigma_spatial=0.0)
     with pytest.raises(ValueError, match="no voxels"):
         ctdenoise.nlm(np.ones((0, 4), np.float32), h=1.0)
+    # NaN voxels, with the automatic strength too (whose noise model reads the image first)
+    holed = rng.normal(0, 20, (3, 40, 40)).astype(np.float32)
+    holed[1, 2, 3] = np.nan
+    for call in (lambda: ctdenoise.nlm(holed), lambda: ctdenoise.bilateral(holed, sigma_spatial=1.0)):
+        with pytest.raises(ValueError, match=r"1 NaN or infinite voxel\(s\), the first at \(x=3, y=2, z=1\)"):
+            call()
 
 
 @pytest.mark.skipif(ctdenoise.cuda_available(), reason="a CUDA device is present")
