@@ -1,5 +1,5 @@
-// Bilateral benchmark on the GPU: BENCH.md's B1-B4, seed 000's Table I rows, seed 002's sigma_s
-// sweep, and the compressive filter's PSNR against the exact one (seed 002 Figs. 5, 8, 9) on a
+// Bilateral benchmark on the GPU: BENCH.md's B1-B4, Mueller et al.'s Table I rows, Yano et al.'s sigma_s
+// sweep, and the compressive filter's PSNR against the exact one (Yano et al. Figs. 5, 8, 9) on a
 // 512^3 phantom and on CThead and the bonsai (.devdata/, bench/make_device_data.py). Kernel time
 // is the library's CUDA-event time around the kernels (FilterRun details "kernel_ms"; median after
 // warm-up); end-to-end is the host call (upload, filter, download).
@@ -97,12 +97,12 @@ int main(int argc, char** argv) {
     int radius;
     bool quick;
   };
-  std::vector<Exact> exact = {{"B1", "BENCH B1 (seed 000)", {1024, 1024, 1}, 8, true},
+  std::vector<Exact> exact = {{"B1", "BENCH B1 (Mueller et al.)", {1024, 1024, 1}, 8, true},
                               {"B2", "BENCH B2", {512, 512, 512}, 3, true},
-                              {"B3", "BENCH B3 (seed 002: naive takes minutes)", {512, 512, 512}, 10, true}};
+                              {"B3", "BENCH B3 (Yano et al.: naive takes minutes)", {512, 512, 512}, 10, true}};
   for (int size : {256, 512, 1024})
     for (int window : {7, 11, 17}) {
-      exact.push_back({fmt::format("T1-{}-{}", size, window), fmt::format("seed 000 Table I {}^2, {}^2", size, window),
+      exact.push_back({fmt::format("T1-{}-{}", size, window), fmt::format("Mueller et al. Table I {}^2, {}^2", size, window),
                        {size, size, 1}, window / 2, false});
     }
   for (const Exact& s : exact) {
@@ -144,7 +144,7 @@ int main(int argc, char** argv) {
     }
   }
 
-  // B4 and seed 002's sigma_s sweep at 512^3: the compressive filter at 50 dB, sigma_r 10% of the
+  // B4 and Yano et al.'s sigma_s sweep at 512^3: the compressive filter at 50 dB, sigma_r 10% of the
   // range, with the direct 1D passes and with the recursive Gaussian; beyond sigma_s 10 (XO rows)
   // the two Gaussians side by side without the exact filter, to show where the recursive one wins.
   if (selected("B4") || selected("S002") || selected("XO")) {
@@ -168,7 +168,7 @@ int main(int argc, char** argv) {
         fmt::print("  exact fused for the PSNR: {:.1f} ms\n", exact_run.details.at("kernel_ms"));
       }
       p.algorithm = ctd::BilateralAlgorithm::Compressive;
-      // M from the accuracy (50 dB) with either Gaussian, then seed 002's fixed M = 3, 4, 7 (full run).
+      // M from the accuracy (50 dB) with either Gaussian, then Yano et al.'s fixed M = 3, 4, 7 (full run).
       struct Config {
         int terms;
         ctd::BilateralParams::Gaussian gaussian;
@@ -184,9 +184,9 @@ int main(int argc, char** argv) {
         const Timed t = time_filter(in, out, p);
         bench::Record r;
         r.setting = c.terms == 0 ? name : fmt::format("S002-s{}-M{}", sigma, c.terms);
-        r.source = sigma == 10 && c.terms == 0 ? "BENCH B4 (seed 002)"
+        r.source = sigma == 10 && c.terms == 0 ? "BENCH B4 (Yano et al.)"
                    : sigma > 10                ? "direct vs recursive Gaussian"
-                                               : "seed 002 sigma_s sweep";
+                                               : "Yano et al. sigma_s sweep";
         r.variant = recursive ? "compressive-recursive" : "compressive";
         r.dims = dims;
         r.parameters = fmt::format("sigma_s {}, sigma_r 10% ({:.0f}), M {}{}, T {:.0f}", sigma, p.sigma_range,
@@ -206,7 +206,7 @@ int main(int argc, char** argv) {
   bench::write_results(records, "Bilateral filter", "one __expf per unordered pair at 3.78e12/s", json_path,
                        markdown_path);
 
-  // Compressive accuracy against the exact filter (seed 002 Figs. 5, 8, 9): PSNR over the range.
+  // Compressive accuracy against the exact filter (Yano et al. Figs. 5, 8, 9): PSNR over the range.
   if (!psnr_path.empty()) {
     std::string md = "# Compressive bilateral filter (CUDA): PSNR against the exact filter\n\n"
                      "accuracy_db = 50 (the default); T and M chosen by the library; sigma_r as a fraction of the "

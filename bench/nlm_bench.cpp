@@ -1,4 +1,4 @@
-// NLM benchmark on the GPU: the settings of docs BENCH.md (N1-N4) and seed 000's Table II, every
+// NLM benchmark on the GPU: the settings of docs BENCH.md (N1-N4) and Mueller et al.'s Table II, every
 // CUDA variant side by side. Kernel time by CUDA events around nlm_device (input already on the
 // GPU; median after warm-up), end-to-end time through the host API (upload, filter, download),
 // the exp floor (one exp per unordered pair at 3.78e12 exp/s), and the error against the CPU
@@ -32,25 +32,25 @@ struct Setting {
 
 std::vector<Setting> settings() {
   std::vector<Setting> s = {
-      {"N1", "BENCH N1 (seed 004)", {720, 480, 1}, 10, 4, true, true, true},
-      {"N2", "BENCH N2 (seed 003)", {512, 512, 1}, 40, 4, true, true, true},
-      {"N3", "BENCH N3 (seed 000)", {1024, 1024, 1}, 8, 3, true, true, true},
-      {"N4", "BENCH N4 (seed 001)", {512, 512, 548}, 4, 2, true, false, false},
+      {"N1", "BENCH N1 (Marques et al.)", {720, 480, 1}, 10, 4, true, true, true},
+      {"N2", "BENCH N2 (Zhang et al.)", {512, 512, 1}, 40, 4, true, true, true},
+      {"N3", "BENCH N3 (Mueller et al.)", {1024, 1024, 1}, 8, 3, true, true, true},
+      {"N4", "BENCH N4 (Horáček et al.)", {512, 512, 548}, 4, 2, true, false, false},
   };
   for (int size : {256, 512, 1024})
     for (int window : {7, 11, 17}) {
-      s.push_back({fmt::format("T2-{}-{}", size, window), fmt::format("seed 000 Table II {}^2, (7+{})^2", size, window),
+      s.push_back({fmt::format("T2-{}-{}", size, window), fmt::format("Mueller et al. Table II {}^2, (7+{})^2", size, window),
                    {size, size, 1}, window / 2, 3, false, true, size <= 512});
     }
   // Seed 004 Table 1: 512^2, search 21^2, patch 9^2.
-  s.push_back({"T1-004", "seed 004 Table 1 (512^2, 21^2, 9^2)", {512, 512, 1}, 10, 4, false, true, true});
+  s.push_back({"T1-004", "Marques et al. Table 1 (512^2, 21^2, 9^2)", {512, 512, 1}, 10, 4, false, true, true});
   // Seed 003's sweeps at 512^2: search 21^2..81^2 with patch 9^2, patch 3^2..15^2 with search 81^2.
   for (int search : {21, 31, 41, 51, 61, 71, 81}) {
-    s.push_back({fmt::format("S003-s{}", search), fmt::format("seed 003 search sweep {}^2, patch 9^2", search),
+    s.push_back({fmt::format("S003-s{}", search), fmt::format("Zhang et al. search sweep {}^2, patch 9^2", search),
                  {512, 512, 1}, search / 2, 4, false, true, false});
   }
   for (int patch : {3, 5, 7, 11, 13, 15}) {
-    s.push_back({fmt::format("S003-p{}", patch), fmt::format("seed 003 patch sweep {}^2, search 81^2", patch),
+    s.push_back({fmt::format("S003-p{}", patch), fmt::format("Zhang et al. patch sweep {}^2, search 81^2", patch),
                  {512, 512, 1}, 40, patch / 2, false, true, false});
   }
   return s;

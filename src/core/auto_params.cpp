@@ -197,7 +197,7 @@ AutoChoice detail::auto_nlm_h(const ImageReads& image, const NlmParams& params, 
   validate(p);
   const bool flat = image.dims().is_2d();
   // The scale of h at which two noise-only patches weigh exp(-2) of the centre (white noise's
-  // optimum is near it); for L1 the same for the mean absolute difference seed 003 weighs.
+  // optimum is near it); for L1 the same for the mean absolute difference Zhang et al. weigh.
   double scale = auto_nlm_noise_sigma(noise, p, image.dims());
   if (p.distance == PatchDistance::L1) {
     double g_sum = 0;

@@ -147,7 +147,7 @@ namespace {
 
 // The variant that runs for `requested` on `device`; Unsupported where it does not exist. Auto on
 // CUDA: fused (B1-B3: 1.7-2.8x faster than tiled), except tiled for small images with small
-// windows (seed 000's Table I at 256^2: its grid is too small to fill the GPU with fused's 8
+// windows (Mueller et al.'s Table I at 256^2: its grid is too small to fill the GPU with fused's 8
 // outputs per thread; tiled 1.5-2x faster there); bench/results/2026-11-21-h100-bilateral.md.
 BilateralAlgorithm resolve_algorithm(BilateralAlgorithm requested, Device device, const Dims& dims,
                                      const std::array<int, 3>& radius) {

@@ -31,7 +31,7 @@ void validate(const NlmParams& p) {
     invalid(fmt::format("patch_sigma must be a finite value > 0, got {}", p.patch_sigma));
   }
   if (p.distance == PatchDistance::L1) {
-    // The L1 weight of seed 003 has its own patch kernel G and no noise term.
+    // The L1 weight of Zhang et al. has its own patch kernel G and no noise term.
     if (p.patch_kernel != PatchKernel::Uniform) invalid("the L1 distance uses its own patch kernel G; use the uniform patch kernel with it");
     if (p.noise_sigma != 0) invalid("noise_sigma (the 2 sigma^2 bias) applies to the L2 distance only; set it to 0 with L1");
   }

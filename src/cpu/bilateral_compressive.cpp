@@ -1,4 +1,4 @@
-// Compressive bilateral filter on the CPU (seed 002's Algorithm 1, after Sugimoto & Kamata 2015).
+// Compressive bilateral filter on the CPU (Yano et al.'s Algorithm 1, after Sugimoto & Kamata 2015).
 //
 // The Gaussian range kernel is replaced by its cosine series with period T and M terms,
 //   gr(t) ~ 1 + sum_m a_m cos(w m t),  w = 2 pi / T,  a_m = 2 exp(-(w m sigma_r)^2 / 2)

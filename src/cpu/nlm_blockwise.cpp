@@ -1,4 +1,4 @@
-// Blockwise NLM with voxel preselection (Coupe et al. 2008; seed 001's CPU comparison). An
+// Blockwise NLM with voxel preselection (Coupe et al. 2008; Horáček et al.'s CPU comparison). An
 // APPROXIMATION of the exact filter: whole blocks are restored from similar blocks on a grid of
 // block centres (step 2), and every voxel averages the restorations of the blocks that cover it.
 //

@@ -1,4 +1,4 @@
-// Exact CPU NLM by displacements (Condat's scheme, as in seed 004, run on the CPU).
+// Exact CPU NLM by displacements (Condat's scheme, as in Marques et al., run on the CPU).
 //
 // For each displacement d in half the search window, every voxel p with p + d inside the volume
 // gets d2(p, p+d) from a difference image E(y) = (u(m(y)) - u(m(y+d)))^2 over the patch-padded

@@ -1,5 +1,5 @@
-// CUDA bilateral filter: the exact filter as `naive`, `tiled` (seed 000) and `fused`, and the
-// compressive approximation (seed 002, Algorithm 1). Definition: docs/filters.md (mirror border,
+// CUDA bilateral filter: the exact filter as `naive`, `tiled` (Mueller et al.) and `fused`, and the
+// compressive approximation (Yano et al., Algorithm 1). Definition: docs/filters.md (mirror border,
 // per-axis radius, sigma in voxels or mm).
 
 #include "core/recursive_gaussian.hpp"
@@ -125,7 +125,7 @@ __global__ void bf_naive_kernel(const float* __restrict__ u, float* __restrict__
   out[i] = sum / weight_sum;
 }
 
-// ---- tiled (seed 000): the apron in shared memory, the spatial kernel in constant memory --------
+// ---- tiled (Mueller et al.): the apron in shared memory, the spatial kernel in constant memory --------
 
 constexpr int kTiledX = 32, kTiledY = 8, kTiledZ3d = 4;
 
@@ -331,7 +331,7 @@ void launch_fused(int ry, dim3 grid, dim3 block, cudaStream_t stream, const floa
   }
 }
 
-// ---- compressive (seed 002): 4M + 1 Gaussian filters as three 1D passes ----------------------
+// ---- compressive (Yano et al.): 4M + 1 Gaussian filters as three 1D passes ----------------------
 //
 // Per term m >= 1, the four images c f, s f, c, s (c = cos(w m (f - lo)), s = sin(...)) travel
 // together as a float4 through a pass along x (generated from f on the fly), along y and along z;

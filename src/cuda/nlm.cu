@@ -1,5 +1,5 @@
-// CUDA non-local means: routing, the `naive` baseline, the papers' `tiled` (seed 000) and `zslide`
-// (seed 001) kernels, and the general `fused` kernel (every option; the sliding-sum fused kernel of
+// CUDA non-local means: routing, the `naive` baseline, the papers' `tiled` (Mueller et al.) and `zslide`
+// (Horáček et al.) kernels, and the general `fused` kernel (every option; the sliding-sum fused kernel of
 // nlm_fused.cu takes the L2 cases it was compiled for). All compute the definition of
 // docs/filters.md exactly (float32, __expf), mirror border.
 
@@ -205,7 +205,7 @@ __global__ void __launch_bounds__(kTileX* kTileY) nlm_fused_kernel(const float* 
   }
 }
 
-// ---- tiled (seed 000) and zslide (seed 001): the naive arithmetic, reading from shared memory --
+// ---- tiled (Mueller et al.) and zslide (Horáček et al.): the naive arithmetic, reading from shared memory --
 
 // Patch distance of p and q; plane_p(kz) and plane_q(kz) point at p and q shifted by kz along z,
 // rows `row` floats apart.
@@ -226,7 +226,7 @@ __device__ __forceinline__ float shared_patch_distance(const KernelParams& k, in
   return distance;
 }
 
-// seed 000 section III.B: the block's apron (Eq. 4) prefetched into shared memory (Fig. 2), the
+// Mueller et al. section III.B: the block's apron (Eq. 4) prefetched into shared memory (Fig. 2), the
 // fixed patch weights in constant memory (the kernel parameters), then the straightforward loops.
 template <int TZ>
 __global__ void __launch_bounds__(kTileX* kTileY) nlm_tiled_kernel(const float* __restrict__ u, float* __restrict__ out,
@@ -259,7 +259,7 @@ __global__ void __launch_bounds__(kTileX* kTileY) nlm_tiled_kernel(const float* 
   }
 }
 
-// seed 001 section 4.2: one thread per (x, y) column slides along z. The block keeps the planes
+// Horáček et al. section 4.2: one thread per (x, y) column slides along z. The block keeps the planes
 // z - A .. z + A of its tile plus apron (A = search + patch radius) in a ring in shared memory and
 // loads one new plane per step.
 struct ZSlideLayout {

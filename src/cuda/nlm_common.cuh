@@ -18,7 +18,7 @@ struct KernelParams {
   int rs, rsz, rp, rpz;  // search and patch radii; z radii are 0 for 2D images
   float l2_scale, l2_offset;  // L2 weight = exp2(min(distance * l2_scale + l2_offset, 0)), see l2_weight
   float l1_scale;
-  int l1;          // seed 003's weighted L1 distance instead of L2
+  int l1;          // Zhang et al.'s weighted L1 distance instead of L2
   int centre_max;  // w(p,p) = max over q != p
   float g[kMaxPatchWidth];  // L2: separable patch kernel factors g1(k + rp)
 };

@@ -1,12 +1,12 @@
 // The papers' multi-kernel NLM schemes, one group of kernels per displacement d of half the search
 // window (d > 0 in (z, y, x) order), intermediates in a device workspace:
-//   displacement (seed 004, Condat's algorithm): the difference image e = (u(x) - u(x + d))^2 over
+//   displacement (Marques et al., Condat's algorithm): the difference image e = (u(x) - u(x + d))^2 over
 //     the volume plus the patch apron, separable patch sums (one kernel per axis, the last one
 //     turning the distance into the weight image w(x) = w(x, x + d)), then the accumulation;
-//   rowwise (seed 003 section 3.3): per image row, the differences go once into shared memory and
+//   rowwise (Zhang et al. section 3.3): per image row, the differences go once into shared memory and
 //     every voxel's row partial distance is summed from there (for the L1 distance one row sum per
 //     distinct |ky|, |kz| of the kernel G); a second kernel sums the rows into the weight image.
-// Both accumulate as seed 004 does last: each voxel x adds w(x) u(x + d) and w(x - d) u(x - d),
+// Both accumulate as Marques et al. do last: each voxel x adds w(x) u(x + d) and w(x - d) u(x - d),
 // so every write is coalesced and each weight is computed once for both voxels of a pair.
 
 #include "cuda/cuda_check.hpp"

@@ -25,7 +25,7 @@ std::vector<HostStep> nlm_slide_steps(const nlm_detail::KernelParams& k, int chu
 void nlm_slide_queue_step(const float* in, float* out, float* workspace, const nlm_detail::KernelParams& k,
                           bool uniform_patch, int chunks, int step, cudaStream_t stream);
 
-// displacement (seed 004) and rowwise (seed 003), nlm_displacement.cu: one group of kernels per
+// displacement (Marques et al.) and rowwise (Zhang et al.), nlm_displacement.cu: one group of kernels per
 // displacement of half the search window, intermediates in a device workspace of
 // nlm_workspace_floats() floats.
 std::size_t nlm_workspace_floats(const nlm_detail::KernelParams& k, bool rowwise);

@@ -257,7 +257,7 @@ TEST(BilateralCudaProperties, BitIdenticalRerunsAndCloseToCpu) {
   }
 }
 
-// Auto: tiled where the grid is small and the window too (seed 000's 256^2 rows), fused otherwise.
+// Auto: tiled where the grid is small and the window too (Mueller et al.'s 256^2 rows), fused otherwise.
 TEST(BilateralCudaProperties, AutoPicksTiledForSmallImagesAndFusedOtherwise) {
   CTD_REQUIRE_CUDA_DEVICE();
   ctd::ExecContext cuda;
