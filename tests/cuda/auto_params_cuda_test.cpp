@@ -6,6 +6,7 @@
 #include <ctdenoise/auto_params.hpp>
 
 #include <chrono>
+#include <limits>
 #include <random>
 
 namespace {
@@ -52,6 +53,29 @@ TEST(AutoParamsCuda, ChoosesWhatTheCpuChooses) {
                 (long long)dims.nx, (long long)dims.ny, (long long)dims.nz, on_gpu.value, on_cpu.value, gpu_s,
                 on_cpu.seconds, bf_gpu.value, bf_cpu.value);
     RecordProperty("nz" + std::to_string(dims.nz), std::to_string(gpu_s) + " s on the GPU, " + std::to_string(on_cpu.seconds) + " s on the CPU");
+  }
+}
+
+// NaN voxels read on the GPU: the padding search and the noise model leave them out as on the
+// CPU (a NaN once broke the padding search's sort), and the automatic h ends on the filters'
+// clear refusal.
+TEST(AutoParamsCuda, NonFiniteVoxelsAreLeftOutOfTheModelAndRefusedByTheChoice) {
+  CTD_REQUIRE_CUDA_DEVICE();
+  ctd::Volume noisy = noisy_phantom({160, 150, 8}, 25);
+  for (std::int64_t i : {std::int64_t(3), noisy.size() / 2, noisy.size() - 1}) noisy.data()[i] = std::numeric_limits<float>::quiet_NaN();
+  ctd::ExecContext cpu, gpu;
+  cpu.device = ctd::Device::Cpu;
+  gpu.device = ctd::Device::Cuda;
+  const ctd::NoiseModel on_gpu = ctd::estimate_noise_model(noisy.view(), gpu);
+  const ctd::NoiseModel on_cpu = ctd::estimate_noise_model(noisy.view(), cpu);
+  EXPECT_NEAR(on_gpu.sigma, 25.0, 2.5);
+  EXPECT_NEAR(on_gpu.sigma, on_cpu.sigma, 0.01 * on_cpu.sigma);
+  try {
+    ctd::auto_nlm_h(noisy.view(), ctd::NlmParams{}, on_gpu, gpu);
+    FAIL() << "no throw";
+  } catch (const ctd::Error& e) {
+    EXPECT_EQ(e.kind(), ctd::ErrorKind::InvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("NaN or infinite"), std::string::npos) << e.what();
   }
 }
 
