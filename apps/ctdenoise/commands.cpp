@@ -201,7 +201,7 @@ void run_nlm(const InputOptions& input, const RunOptions& run, const NlmOptions&
   run_filter(input, run, job, [&](const io::Image& image) {
     if (auto_h || auto_sigma) {
       const AutoInput reads = auto_input(image, job);
-      const NoiseModel noise = measure_noise(reads, job, run.quiet);
+      const NoiseModel noise = measure_noise(reads, job, run.quiet, auto_h ? "--h auto" : "--noise-sigma auto");
       job.parameters["noise_model"] = noise_model_json(noise);
       if (auto_sigma) p.noise_sigma = float(auto_nlm_noise_sigma(noise, p, image.volume.dims()));
       if (auto_h) {
@@ -249,7 +249,7 @@ void run_bilateral(const InputOptions& input, const RunOptions& run, const Bilat
     p.spacing = image.volume.geometry.spacing;
     if (auto_range) {
       const AutoInput reads = auto_input(image, job);
-      const NoiseModel noise = measure_noise(reads, job, run.quiet);
+      const NoiseModel noise = measure_noise(reads, job, run.quiet, "--sigma-range auto");
       job.parameters["noise_model"] = noise_model_json(noise);
       // The GPU is waited for by the first filter call, as for nlm's h.
       const AutoChoice choice =

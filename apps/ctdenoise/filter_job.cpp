@@ -77,9 +77,15 @@ AutoInput auto_input(const io::Image& image, FilterJob& job) {
   return input;
 }
 
-NoiseModel measure_noise(const AutoInput& input, FilterJob& job, bool quiet) {
-  return timed_stage(job.stages, "noise model", job.command + ": measuring the noise", quiet,
-                     [&] { return input.noise_model(); });
+NoiseModel measure_noise(const AutoInput& input, FilterJob& job, bool quiet, std::string_view asked_by) {
+  try {
+    return timed_stage(job.stages, "noise model", job.command + ": measuring the noise", quiet,
+                       [&] { return input.noise_model(); });
+  } catch (const Error& e) {
+    // Too small, or all padding: say which option needed the noise, and what to do instead.
+    if (e.kind() != ErrorKind::InvalidArgument) throw;
+    throw Error(ErrorKind::InvalidArgument, fmt::format("{}: {}; give a value", asked_by, e.what()));
+  }
 }
 
 void run_filter(const InputOptions& input, const RunOptions& run, FilterJob& job,

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 
 namespace ctd::cli {
 
@@ -45,8 +46,9 @@ auto on_input(const io::Image& in, const ExecContext& context, Filter&& filter) 
 // where it is already up (uploaded once, int16 as stored; only the reads' results come back),
 // else on the CPU's cores while it starts. The same values either way.
 AutoInput auto_input(const io::Image& image, FilterJob& job);
-// Its noise model, timed as the stage "noise model".
-NoiseModel measure_noise(const AutoInput& input, FilterJob& job, bool quiet);
+// Its noise model, timed as the stage "noise model"; where it cannot be measured, an error that
+// names the option that needed it (asked_by, e.g. "--h auto").
+NoiseModel measure_noise(const AutoInput& input, FilterJob& job, bool quiet, std::string_view asked_by);
 
 // Whether this process's CUDA context was ended (run_filter ends it beside the write once the
 // GPU's work is done): the program must then end with std::_Exit, not through destructors that

@@ -104,7 +104,8 @@ std::string format_image(const io::ImageInfo& info, const Volume& volume, const 
                        m["correlation_lag1"][1].get<double>(),
                        volume.dims().is_2d() ? "" : fmt::format(", {:.2f} (z)", m["correlation_lag1"][2].get<double>()),
                        m["correlation_lag2"][0].get<double>(), m["correlation_lag2"][1].get<double>(),
-                       m["fell_back_to_white"].get<bool>()
+                       m["sigma"].get<double>() == 0 ? " (the image shows no noise)"
+                       : m["fell_back_to_white"].get<bool>()
                            ? " (white: the flattest blocks hold anatomy, their correlation is not believed)"
                        : m["read_from_first_lags"].get<bool>()
                            ? " (read from the first lags: no block is flat; on coarse scans fine anatomy can count as noise)"

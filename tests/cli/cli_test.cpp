@@ -295,6 +295,9 @@ const BadRun kBadRuns[] = {
     {"nan_voxels_automatic_h", "nlm nan.mha out.nii.gz", 2, "NaN"},
     {"nan_voxels_automatic_range", "bilateral nan.mha out.nii.gz --sigma-spatial 1", 2, "NaN"},
     {"nan_voxels_compared", "compare nan.nii.gz nan.mha", 2, "NaN"},
+    {"automatic_h_without_noise", "nlm constant.nii.gz out.nii.gz", 2, "--h auto: the image shows no noise"},
+    {"automatic_range_on_one_voxel", "bilateral one.nii.gz out.nii.gz --sigma-spatial 1", 2, "--sigma-range auto: too few usable voxels"},
+    {"automatic_noise_sigma_on_one_voxel", "nlm one.nii.gz out.nii.gz --h 5 --noise-sigma auto", 2, "--noise-sigma auto: too few usable voxels"},
     {"h_zero", "nlm in.nii.gz out.nii.gz --h 0", 2, "h must be"},
     {"h_negative", "nlm in.nii.gz out.nii.gz --h -3", 2, "h must be"},
     {"h_not_a_number", "nlm in.nii.gz out.nii.gz --h abc", 2, "--h"},
@@ -339,6 +342,10 @@ TEST_P(CliBadInput, OneLineMessageExitCodeAndNoOutput) {
   ctd::io::write_image(nan, {}, dir / "nan.mha");  // MetaImage keeps NaN voxels (the NIfTI reader refuses them)
   nan.data()[17] = 1.0f;
   ctd::io::write_image(nan, {}, dir / "nan.nii.gz");  // the same image without its NaN
+  ctd::Volume constant({9, 8, 3});
+  for (std::int64_t i = 0; i < constant.size(); ++i) constant.data()[i] = 100.0f;
+  ctd::io::write_image(constant, {}, dir / "constant.nii.gz");
+  ctd::io::write_image(ctd::Volume({1, 1, 1}), {}, dir / "one.nii.gz");
   fs::create_directory(dir / "emptydir");
   const auto before = files(dir);
 
