@@ -48,6 +48,15 @@ std::string one_line(const std::string& message) {
 
 std::string quoted(const fs::path& path) { return fmt::format("'{}'", path.string()); }
 
+// What a user can do about the image libraries' errors that name an internal status only.
+std::string with_hint(const std::string& description) {
+  if (description.find("nrrdSpacingStatusScalarWithSpace") != std::string::npos) {
+    return description + ": the header gives both 'space:' and 'spacings:', which NRRD does not allow; "
+                         "delete the 'space:' line, or give 'space directions:' instead of 'spacings:'";
+  }
+  return description;
+}
+
 ErrorKind kind_of(const itk::ExceptionObject& e) {
   return dynamic_cast<const itk::MemoryAllocationError*>(&e) != nullptr ? ErrorKind::OutOfMemory : ErrorKind::Io;
 }
@@ -305,7 +314,7 @@ Image read_itk(const fs::path& original_path, const ReadOptions& options) {
     });
     image.info.stages.emplace_back("convert", clock.lap());
   } catch (const itk::ExceptionObject& e) {
-    fail(kind_of(e), fmt::format("cannot read {}: {}", quoted(original_path), one_line(e.GetDescription())));
+    fail(kind_of(e), fmt::format("cannot read {}: {}", quoted(original_path), with_hint(one_line(e.GetDescription()))));
   }
   return image;
 }

@@ -167,6 +167,24 @@ TEST(ReaderChecks, CorruptHeadersAreRefusedBeforeTheData) {
   }
 }
 
+// A NRRD header with both 'space:' and 'spacings:' (VTK's headsq has one): the NRRD library
+// refuses it with an internal status, and the message says what to change; changed, it reads.
+TEST(ReaderChecks, NrrdSpaceWithSpacingsSaysWhatToChange) {
+  TempDir dir;
+  write_text(dir / "d.raw", std::string(4 * 3 * 2 * 2, '\1'));
+  const std::string fields = "NRRD0004\ndimension: 3\nsizes: 4 3 2\nspacings: 3.2 3.2 1.5\nendian: little\ntype: short\n"
+                             "encoding: raw\ndata file: d.raw\n";
+  write_text(dir / "both.nhdr", fields + "space: 3D-left-handed\n");
+  const auto [kind, message] = read_error(dir / "both.nhdr");
+  EXPECT_EQ(kind, ErrorKind::Io) << message;
+  EXPECT_NE(message.find("delete the 'space:' line"), std::string::npos) << message;
+  write_text(dir / "spacings.nhdr", fields);
+  const ctd::io::Image image = ctd::io::read_image(dir / "spacings.nhdr");
+  EXPECT_EQ(image.volume.dims(), (ctd::Dims{4, 3, 2}));
+  EXPECT_EQ(image.volume.geometry.spacing[0], 3.2);
+  EXPECT_EQ(image.volume.data()[0], 257.0f);
+}
+
 TEST(ReaderChecks, LimitsFromTheHeaderComeFirst) {
   TempDir dir;
   write_text(dir / "d.raw", std::string(64, '\1'));
