@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any, Optional, Sequence, Tuple, Union
 
@@ -67,6 +68,15 @@ class _Run:
         result = f()
         self.timings[stage] = self.timings.get(stage, 0.0) + time.perf_counter() - start
         return result
+
+    def automatic(self, name: str, f):
+        """f() timed as the stage "auto"; the library's errors (worded for the command line, as
+        "--h auto: ...") name the keyword that asked for the automatic value."""
+        try:
+            return self.timed("auto", f)
+        except ValueError as e:
+            message = re.sub(r"^--[a-z-]+ auto: ", "", str(e))
+            raise ValueError(f"{name}='auto': {message}") from None
 
     def filter(self, host_call, device_call, out):
         """Runs the filter where it belongs and returns (result, FilterRun as a dict)."""
@@ -184,11 +194,11 @@ def nlm(
     _core.validate_nlm(params)
     if noise_sigma == "auto":
         if noise_model is None:
-            noise_model = run.timed("auto", run.noise_model)
+            noise_model = run.automatic("noise_sigma", run.noise_model)
         params.noise_sigma = _core.auto_nlm_noise_sigma(noise_model, params, dims)
     choice = None
     if auto_h:
-        choice = run.timed("auto", lambda: run.auto(
+        choice = run.automatic("h", lambda: run.auto(
             lambda voxels: _core.auto_nlm_h(voxels, dims, params, noise_model, run.auto_device, int(threads),
                                             float(strength)),
             lambda src, s, ordinal: _core.auto_nlm_h_cuda(src, dims, params, noise_model, int(threads),
@@ -279,7 +289,7 @@ def bilateral(
     dims = img.dims
     choice = None
     if auto_range:
-        choice = run.timed("auto", lambda: run.auto(
+        choice = run.automatic("sigma_range", lambda: run.auto(
             lambda voxels: _core.auto_bilateral_sigma_range(voxels, dims, params, noise_model, run.auto_device,
                                                             int(threads), float(strength)),
             lambda src, s, ordinal: _core.auto_bilateral_sigma_range_cuda(src, dims, params, noise_model,

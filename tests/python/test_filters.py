@@ -154,6 +154,13 @@ def test_bad_input_gives_clear_errors(rng):
         ctdenoise.bilateral(image, 10.0, sigma_spatial=0.0)
     with pytest.raises(ValueError, match="no voxels"):
         ctdenoise.nlm(np.ones((0, 4), np.float32), h=1.0)
+    # The automatic values' errors name the keyword that asked for them
+    with pytest.raises(ValueError, match=r"^h='auto': the image shows no noise"):
+        ctdenoise.nlm(np.full((3, 20, 20), 100, np.float32))
+    with pytest.raises(ValueError, match=r"^sigma_range='auto': too few usable voxels"):
+        ctdenoise.bilateral(np.ones((1, 1), np.float32), sigma_spatial=1.0)
+    with pytest.raises(ValueError, match=r"^noise_sigma='auto': too few usable voxels"):
+        ctdenoise.nlm(np.ones((1, 1), np.float32), h=5.0, noise_sigma="auto")
     # NaN voxels, with the automatic strength too (whose noise model reads the image first)
     holed = rng.normal(0, 20, (3, 40, 40)).astype(np.float32)
     holed[1, 2, 3] = np.nan
