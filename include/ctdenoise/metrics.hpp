@@ -20,8 +20,8 @@ struct RegionStats {
   std::int64_t voxels = 0;
 };
 
-// Statistics of the finite voxels, and the count of the others (statistics.hpp). Multithreaded; the same figures on any number of
-// threads.
+// Statistics of the finite voxels, and the count of the others (statistics.hpp). Multithreaded;
+// the same figures on any number of threads.
 Statistics statistics(ConstVolumeView<float> image);
 
 // All throw InvalidArgument for different dims, empty or out-of-bounds regions, data_range <= 0.

@@ -90,9 +90,10 @@ inline std::vector<float> find_padding(const ImageReads& reads) {
     runs.emplace_back(sample[i], j - i);
     i = j;
   }
-  std::vector<std::pair<std::size_t, float>> spikes;  // (count, value)
   // A constant image has no padding: its one value is the image (and shows no noise).
-  for (std::size_t i = 0; runs.size() > 1 && i < runs.size(); ++i) {
+  if (runs.size() < 2) return {};
+  std::vector<std::pair<std::size_t, float>> spikes;  // (count, value)
+  for (std::size_t i = 0; i < runs.size(); ++i) {
     if (runs[i].second * 100 < sample.size() || runs[i].second < 2) continue;
     std::size_t neighbours = 0;
     for (std::size_t j = i >= 3 ? i - 3 : 0; j <= std::min(runs.size() - 1, i + 3); ++j) {
