@@ -18,22 +18,15 @@ most, and never below the noisy input.
 Writes its summary and table into docs/parameters.md between the phantom-check markers, and prints
 them. About 4 minutes on 2 CPU cores. Needs numpy, scipy and scikit-image (installed with pip when
 missing)."""
-import argparse, json, math, pathlib, subprocess, sys, time
+import argparse, json, math, pathlib, sys, time
 
 root = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(root / "build" / "python"))
 sys.path.insert(0, str(root / "scripts"))
-from white_noise_check import best_of_sweep  # noqa: E402
+from white_noise_check import best_of_sweep, ensure_python_packages, publish  # noqa: E402
 
 BEGIN, END = "<!-- phantom-check:begin -->", "<!-- phantom-check:end -->"
 DATA_RANGE = 2000.0
-
-
-def ensure_python_packages():
-    try:
-        import numpy, scipy, skimage  # noqa: F401
-    except ImportError:
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "numpy", "scipy", "scikit-image"], check=True)
 
 
 def shepp_logan(n):
@@ -119,7 +112,7 @@ def main():
     parser.add_argument("--json", help="write every case here")
     parser.add_argument("--no-write", action="store_true", help="print the table only")
     args = parser.parse_args()
-    ensure_python_packages()
+    ensure_python_packages((("numpy", "numpy"), ("scipy", "scipy"), ("skimage", "scikit-image")))
     import numpy as np
     import ctdenoise as ctd
     from skimage.metrics import structural_similarity
@@ -180,17 +173,7 @@ def main():
                      f"| {c['auto'][0]:.2f} / {c['auto'][1]:.4f} | {c['best_value']:.1f} "
                      f"| {c['best'][0]:.2f} / {c['best'][1]:.4f} "
                      f"| {c['auto'][0] - c['best'][0]:+.2f} / {c['auto'][1] - c['best'][1]:+.4f} |")
-    lines += ["", END]
-    table = "\n".join(lines)
-    print(table)
-    if not args.no_write:
-        doc = root / "docs" / "parameters.md"
-        text = doc.read_text()
-        if BEGIN not in text or END not in text:
-            sys.exit(f"{doc} has no {BEGIN} ... {END} markers")
-        head, rest = text.split(BEGIN, 1)
-        doc.write_text(head + table + rest.split(END, 1)[1])
-        print(f"wrote {doc}")
+    publish(lines, BEGIN, END, write=not args.no_write)
 
 
 if __name__ == "__main__":

@@ -18,11 +18,12 @@ BEGIN, END = "<!-- white-noise-check:begin -->", "<!-- white-noise-check:end -->
 DATA_RANGE = 2000.0
 
 
-def ensure_python_packages():
-    try:
-        import numpy, skimage, pywt  # noqa: F401
-    except ImportError:
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "numpy", "scikit-image", "PyWavelets"], check=True)
+def ensure_python_packages(modules=(("numpy", "numpy"), ("skimage", "scikit-image"), ("pywt", "PyWavelets"))):
+    """Installs with pip the (module, PyPI name) pairs whose module does not import."""
+    import importlib.util
+    missing = [name for module, name in modules if importlib.util.find_spec(module) is None]
+    if missing:
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", *missing], check=True)
 
 
 def best_of_sweep(run, start, step=2 ** 0.25):
@@ -49,6 +50,22 @@ def best_of_sweep(run, start, step=2 ** 0.25):
     at(k - 0.5), at(k + 0.5)
     k = max(seen, key=lambda j: seen[j][0])
     return (start * step ** k, *seen[k])
+
+
+def publish(lines, begin, end, write):
+    """Prints the table `lines` (which start with the `begin` marker) closed by the `end` marker and,
+    if `write`, puts it in docs/parameters.md in place of what lies between those markers."""
+    table = "\n".join(lines + ["", end])
+    print(table)
+    if not write:
+        return
+    doc = root / "docs" / "parameters.md"
+    text = doc.read_text()
+    if begin not in text or end not in text:
+        sys.exit(f"{doc} has no {begin} ... {end} markers")
+    head, rest = text.split(begin, 1)
+    doc.write_text(head + table + rest.split(end, 1)[1])
+    print(f"wrote {doc}")
 
 
 def main():
@@ -127,17 +144,7 @@ def main():
             f"| {fmt(r['nlm s4p2 auto'])} (h {r['nlm s4p2 auto'][0]:.1f}) | {fmt(r['nlm s4p2 best'])} (h {r['nlm s4p2 best'][0]:.1f}) "
             f"| {fmt(r['bilateral auto'])} (σr {r['bilateral auto'][0]:.1f}) | {fmt(r['bilateral best'])} (σr {r['bilateral best'][0]:.1f}) "
             f"| {fmt(r['skimage nlm best'])} (h {r['skimage nlm best'][0]:.1f}) |")
-    lines += ["", END]
-    table = "\n".join(lines)
-    print(table)
-    if not args.no_write:
-        doc = root / "docs" / "parameters.md"
-        text = doc.read_text()
-        if BEGIN not in text or END not in text:
-            sys.exit(f"{doc} has no {BEGIN} ... {END} markers")
-        head, rest = text.split(BEGIN, 1)
-        doc.write_text(head + table + rest.split(END, 1)[1])
-        print(f"wrote {doc}")
+    publish(lines, BEGIN, END, write=not args.no_write)
 
 
 if __name__ == "__main__":
