@@ -44,3 +44,21 @@ def test_phantoms_are_in_hu_and_repeatable():
     assert -1000 <= a.min() < -900 and 500 < a.max() <= 700
     np.testing.assert_array_equal(a, phantom_check.abdomen((21, 64, 80), 3))
     assert not np.array_equal(a, phantom_check.abdomen((21, 64, 80), 4))
+
+
+def test_simulated_scan_reconstructs_hu_and_its_noise_follows_the_dose():
+    n = 96
+    y, x = np.mgrid[:n, :n] - (n - 1) / 2
+    water = np.where(np.hypot(x, y) < 0.35 * n, 0.0, -1000.0)
+    clean_scan = phantom_check.simulate_scan(water, 120, "ramp", None, 1.0, None)
+    inside, outside = np.hypot(x, y) < 0.2 * n, np.hypot(x, y) > 0.45 * n
+    assert abs(np.median(clean_scan[inside])) < 15
+    assert abs(np.median(clean_scan[outside]) + 1000) < 30
+
+    def noise(photons, seed):
+        return phantom_check.simulate_scan(water, 120, "ramp", photons, 1.0, np.random.default_rng(seed)) - clean_scan
+
+    high, low = noise(4e5, 1), noise(1e5, 2)
+    assert 1.8 < low[inside].std() / high[inside].std() < 2.2  # a quarter of the photons: twice the noise
+    assert low[inside].std() > 1.15 * low[outside].std()  # the rays through the water are the noisy ones
+    np.testing.assert_array_equal(noise(1e5, 2), low)
