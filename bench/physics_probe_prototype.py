@@ -12,54 +12,85 @@ three; judged against the best of bench/results/2026-11-27-cpu-phantom-check.jso
 phantom's true pixel size. About 40 minutes on 2 CPU cores.
 
     python3 bench/physics_probe_prototype.py"""
-import sys, json, math, numpy as np
-root = __import__("pathlib").Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(root / "build" / "python")); sys.path.insert(0, str(root / "scripts"))
-import phantom_check as pc, ctdenoise as ctd
-from skimage.transform import radon, iradon
-from skimage.metrics import structural_similarity
-rec = {(c["phantom"], c["noise"], c["setting"]): c for c in json.load(open(root / "bench" / "results" / "2026-11-27-cpu-phantom-check.json"))}
-def physics_probe(img, views, window, seed, pixel_mm):
-    mu = np.clip(0.02 * (1 + img / 1000.0), 0, None)
+import json, pathlib, sys
+
+import numpy as np
+
+root = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(root / "build" / "python"))
+sys.path.insert(0, str(root / "scripts"))
+import ctdenoise as ctd  # noqa: E402
+import phantom_check as pc  # noqa: E402
+
+LAGS = [(1, 0), (0, 1), (1, 1), (1, -1), (2, 0), (0, 2)]
+WINDOWS = ["ramp", "shepp-logan", "cosine", "hamming", "hann"]
+SETTINGS = [s for s in pc.SETTINGS_2D if s[0] in ("NLM search 5 patch 1", "bilateral sigma_s 1 vox")]
+
+
+def physics_probe(image, window, seed, pixel_mm, views=720):
+    """Noise as a scanner makes it for `image`: white noise of standard deviation exp(p / 2) on each
+    ray of its projection p (Poisson counts' noise after the log, up to a constant), back-projected."""
+    from skimage.transform import iradon
     theta = np.linspace(0, 180, views, endpoint=False)
-    p = radon(mu, theta=theta, circle=False) * pixel_mm
-    g = np.random.default_rng(seed).normal(size=p.shape) * np.exp(p / 2)
-    return iradon(g, theta=theta, filter_name=window, circle=False, output_size=img.shape[-1])
-lags = [(1,0),(0,1),(1,1),(1,-1),(2,0),(0,2)]
-settings = [s for s in pc.SETTINGS_2D if s[0] in ("NLM search 5 patch 1", "bilateral sigma_s 1 vox")]
-phantoms = [("Shepp-Logan 256", pc.shepp_logan(256), 0.9), ("Shepp-Logan 512", pc.shepp_logan(512), 0.45),
-            ("abdomen 384", pc.abdomen((384, 384), 1), 0.9), ("abdomen 512", pc.abdomen((512, 512), 2), 0.7)]
-tot = {"landed": 0, "physics": 0, "n": 0}
-for p, (name, clean, px) in enumerate(phantoms):
-    for label, noisy, ref in pc.noisy_versions(p, clean, [], pc.SCANS_2D, px):
-        ref = np.asarray(ref, np.float64); y = noisy.astype(np.float64)
-        mi = ctd.estimate_noise(noisy); target = np.array([mi.correlation(dx, dy, 0) for dx, dy in lags])
-        best_w, best_err = None, 1e9
-        for w in ["ramp", "shepp-logan", "cosine", "hamming", "hann"]:
-            pr = physics_probe(y, 720, w, 5, px); mp = ctd.estimate_noise(pr.astype(np.float32))
-            err = float(((np.array([mp.correlation(dx, dy, 0) for dx, dy in lags]) - target) ** 2).sum())
-            if err < best_err: best_w, best_err = w, err
-        probes = [physics_probe(y, 720, best_w, 77 + s, px) for s in range(2)]
-        probes = [b * (mi.sigma / ctd.estimate_noise(b.astype(np.float32)).sigma) for b in probes]
-        tr = np.mean([(b * b).sum() for b in probes])
-        for setting, which, kw in settings:
-            f = ctd.nlm if which == "nlm" else ctd.bilateral
-            r = rec[(name, label, setting)]
-            v0 = r["auto_value"]
-            hs = v0 * 2 ** (np.arange(-4, 9) / 4)
-            risks = []
-            for h in hs:
-                out = f(noisy, float(h), device="cpu", **kw).astype(np.float64)
-                div = np.mean([(b * (f((y + 0.02 * b).astype(np.float32), float(h), device="cpu", **kw) - out)).sum() / 0.02 for b in probes])
-                risks.append((((out - y) ** 2).sum() - tr + 2 * div) / y.size)
-            k = int(np.argmin(risks))
-            if 0 < k < len(hs) - 1:  # parabola in log h
-                x = np.log(hs[k-1:k+2]); yy = np.array(risks[k-1:k+2]); a, b, c = np.polyfit(x, yy, 2)
-                hc = float(np.exp(-b / (2 * a))) if a > 0 else float(hs[k])
-            else:
-                hc = float(hs[k])
-            out = np.asarray(f(noisy, hc, device="cpu", **kw), np.float64)
-            psnr = 10 * math.log10(2000.0 ** 2 / np.mean((out - ref) ** 2)); ssim = structural_similarity(ref, out, data_range=2000.0)
-            ok = r["best"][0] - psnr <= 0.5 and r["best"][1] - ssim <= 0.005 and psnr >= r["noisy"][0] and ssim >= r["noisy"][1]
-            tot["landed"] += r["within"]; tot["physics"] += ok; tot["n"] += 1
-            print(f"{name} | {label} | {setting} | filter {best_w}: landed {v0:.1f} ({r['auto'][0]-r['best'][0]:+.2f}) physics {hc:.1f} ({psnr-r['best'][0]:+.2f} dB, {ssim-r['best'][1]:+.4f}) {'ok' if ok else 'MISS'} best {r['best_value']:.1f} | {tot}", flush=True)
+    p = pc.line_integrals(image, theta, pixel_mm)
+    rays = np.random.default_rng(seed).normal(size=p.shape) * np.exp(p / 2)
+    return iradon(rays, theta=theta, filter_name=window, circle=False, output_size=image.shape[-1])
+
+
+def correlations(image):
+    model = ctd.estimate_noise(np.asarray(image, np.float32))
+    return np.array([model.correlation(dx, dy, 0) for dx, dy in LAGS])
+
+
+def probes_for(noisy, pixel_mm):
+    """Two probes with the filter whose noise texture is nearest the image's, at the model's sigma."""
+    y = noisy.astype(np.float64)
+    target = correlations(noisy)
+    window = min(WINDOWS, key=lambda w: float(((correlations(physics_probe(y, w, 5, pixel_mm)) - target) ** 2).sum()))
+    sigma = ctd.estimate_noise(noisy).sigma
+    probes = [physics_probe(y, window, 77 + s, pixel_mm) for s in range(2)]
+    return window, [b * (sigma / ctd.estimate_noise(b.astype(np.float32)).sigma) for b in probes]
+
+
+def least_risk(f, noisy, probes, values, kw):
+    """SURE over `values`, then a parabola in log value through the least three."""
+    y = noisy.astype(np.float64)
+    trace = np.mean([(b * b).sum() for b in probes])
+    risks = []
+    for v in values:
+        out = f(noisy, float(v), device="cpu", **kw).astype(np.float64)
+        div = np.mean([(b * (f((y + 0.02 * b).astype(np.float32), float(v), device="cpu", **kw) - out)).sum() / 0.02
+                       for b in probes])
+        risks.append((((out - y) ** 2).sum() - trace + 2 * div) / y.size)
+    k = int(np.argmin(risks))
+    if not 0 < k < len(values) - 1:
+        return float(values[k])
+    a, b, _ = np.polyfit(np.log(values[k - 1:k + 2]), np.array(risks[k - 1:k + 2]), 2)
+    return float(np.exp(-b / (2 * a))) if a > 0 else float(values[k])
+
+
+def main():
+    recorded = {(c["phantom"], c["noise"], c["setting"]): c
+                for c in json.loads((root / "bench" / "results" / "2026-11-27-cpu-phantom-check.json").read_text())}
+    total = {"landed": 0, "physics": 0, "n": 0}
+    for p, (name, clean, pixel_mm, _, scans, _) in enumerate(pc.phantoms()):
+        if clean.ndim != 2:
+            continue
+        for label, noisy, reference in pc.noisy_versions(p, clean, [], scans, pixel_mm):
+            window, probes = probes_for(noisy, pixel_mm)
+            for setting, which, kw in SETTINGS:
+                f = ctd.nlm if which == "nlm" else ctd.bilateral
+                r = recorded[(name, label, setting)]
+                value = least_risk(f, noisy, probes, r["auto_value"] * 2 ** (np.arange(-4, 9) / 4), kw)
+                q = pc.quality(f(noisy, value, device="cpu", **kw), np.asarray(reference, np.float64))
+                ok = pc.within_goal(q, r["best"], r["noisy"])
+                total["landed"] += r["within"]
+                total["physics"] += ok
+                total["n"] += 1
+                print(f"{name} | {label} | {setting} | filter {window}: landed {r['auto_value']:.1f} "
+                      f"({r['auto'][0] - r['best'][0]:+.2f}) physics {value:.1f} ({q[0] - r['best'][0]:+.2f} dB, "
+                      f"{q[1] - r['best'][1]:+.4f}) {'ok' if ok else 'MISS'} best {r['best_value']:.1f} | {total}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

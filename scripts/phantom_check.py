@@ -100,6 +100,17 @@ def noise(kind, shape, sigma, rng):
     return n * (sigma / n.std())
 
 
+MU_WATER = 0.02  # attenuation of water, 1 / mm
+
+
+def line_integrals(slice_hu, theta, pixel_mm):
+    """The attenuation of `slice_hu` (HU, 2D) projected over the angles `theta` (degrees),
+    parallel beam: scikit-image's radon of water 0.02 / mm."""
+    import numpy as np
+    from skimage.transform import radon
+    return radon(np.clip(MU_WATER * (1 + slice_hu / 1000.0), 0, None), theta=theta, circle=False) * pixel_mm
+
+
 def simulate_scan(clean, views, window, photons, pixel_mm, rng):
     """A parallel-beam scan of `clean` (HU, a 2D array or a stack of slices) by scikit-image, an
     implementation independent of ctdenoise's own simulator: the attenuation (water 0.02 / mm)
@@ -107,17 +118,16 @@ def simulate_scan(clean, views, window, photons, pixel_mm, rng):
     (None: no noise), and filtered back-projection with `window` ("ramp", "shepp-logan", "hann").
     Returns the reconstruction in HU."""
     import numpy as np
-    from skimage.transform import iradon, radon
-    mu_water = 0.02
+    from skimage.transform import iradon
     theta = np.linspace(0.0, 180.0, views, endpoint=False)
 
     def one(slice_hu):
-        line_integrals = radon(np.clip(mu_water * (1 + slice_hu / 1000.0), 0, None), theta=theta, circle=False) * pixel_mm
+        p = line_integrals(slice_hu, theta, pixel_mm)
         if photons is not None:
-            counts = rng.poisson(photons * np.exp(-line_integrals))
-            line_integrals = -np.log(np.maximum(counts, 1) / photons)
-        mu = iradon(line_integrals / pixel_mm, theta=theta, filter_name=window, circle=False, output_size=slice_hu.shape[-1])
-        return (mu / mu_water - 1) * 1000
+            counts = rng.poisson(photons * np.exp(-p))
+            p = -np.log(np.maximum(counts, 1) / photons)
+        mu = iradon(p / pixel_mm, theta=theta, filter_name=window, circle=False, output_size=slice_hu.shape[-1])
+        return (mu / MU_WATER - 1) * 1000
 
     return np.stack([one(s) for s in clean]) if clean.ndim == 3 else one(clean)
 
@@ -134,6 +144,30 @@ TEXTURES_3D = ["white", "white blurred 0.7 vox", "white z-smoothed [1 2 1]"]
 SCANS_2D = [(180, "ramp"), (360, "shepp-logan"), (360, "hann"), (1000, "ramp")]
 SCANS_3D = [(360, "ramp")]
 PHOTONS = (1e5, 2.5e4)
+
+
+def phantoms():
+    """(name, phantom, pixel size in mm, textures, scans, settings) of every phantom."""
+    return [("Shepp-Logan 256", shepp_logan(256), 0.9, TEXTURES_2D, SCANS_2D, SETTINGS_2D),
+            ("Shepp-Logan 512", shepp_logan(512), 0.45, TEXTURES_2D, SCANS_2D, SETTINGS_2D),
+            ("abdomen 384", abdomen((384, 384), 1), 0.9, TEXTURES_2D, SCANS_2D, SETTINGS_2D),
+            ("abdomen 512", abdomen((512, 512), 2), 0.7, TEXTURES_2D, SCANS_2D, SETTINGS_2D),
+            ("abdomen 160 x 160 x 48", abdomen((48, 160, 160), 3), 2.0, TEXTURES_3D, SCANS_3D, SETTINGS_3D)]
+
+
+def quality(image, reference):
+    """(PSNR over 2000 HU, scikit-image's SSIM) of `image` against `reference`."""
+    import numpy as np
+    from skimage.metrics import structural_similarity
+    image = np.asarray(image, dtype=np.float64)
+    psnr = 10 * math.log10(DATA_RANGE ** 2 / np.mean((image - reference) ** 2))
+    return psnr, structural_similarity(reference, image, data_range=DATA_RANGE)
+
+
+def within_goal(value_q, best_q, noisy_q):
+    """The goal: within 0.5 dB and 0.005 SSIM of the best, and not below the noisy input."""
+    return bool(best_q[0] - value_q[0] <= 0.5 and best_q[1] - value_q[1] <= 0.005
+                and value_q[0] >= noisy_q[0] and value_q[1] >= noisy_q[1])
 
 
 def noisy_versions(index, clean, textures, scans, pixel_mm):
@@ -169,38 +203,25 @@ def main():
     ensure_python_packages((("numpy", "numpy"), ("scipy", "scipy"), ("skimage", "scikit-image")))
     import numpy as np
     import ctdenoise as ctd
-    from skimage.metrics import structural_similarity
 
-    # (name, phantom, pixel size in mm, textures, scans, settings)
-    phantoms = [("Shepp-Logan 256", shepp_logan(256), 0.9, TEXTURES_2D, SCANS_2D, SETTINGS_2D),
-                ("Shepp-Logan 512", shepp_logan(512), 0.45, TEXTURES_2D, SCANS_2D, SETTINGS_2D),
-                ("abdomen 384", abdomen((384, 384), 1), 0.9, TEXTURES_2D, SCANS_2D, SETTINGS_2D),
-                ("abdomen 512", abdomen((512, 512), 2), 0.7, TEXTURES_2D, SCANS_2D, SETTINGS_2D),
-                ("abdomen 160 x 160 x 48", abdomen((48, 160, 160), 3), 2.0, TEXTURES_3D, SCANS_3D, SETTINGS_3D)]
     where = ctd.cuda_device_name() if args.device != "cpu" and ctd.cuda_available() else "the CPU"
     cases, start = [], time.perf_counter()
-    for p, (name, clean, pixel_mm, textures, scans, settings) in enumerate(phantoms):
+    for p, (name, clean, pixel_mm, textures, scans, settings) in enumerate(phantoms()):
         if args.only not in name:
             continue
         for label, noisy, reference in noisy_versions(p, clean, textures, scans, pixel_mm):
-            def quality(image):
-                image = np.asarray(image, dtype=np.float64)
-                psnr = 10 * math.log10(DATA_RANGE ** 2 / np.mean((image - reference) ** 2))
-                return psnr, structural_similarity(reference, image, data_range=DATA_RANGE)
-
             model = ctd.estimate_noise(noisy)
-            noisy_q = quality(noisy)
+            noisy_q = quality(noisy, reference)
             for setting, which, kw in settings:
                 f = ctd.nlm if which == "nlm" else ctd.bilateral
                 out, info = f(noisy, device=args.device, return_info=True, **kw)
                 auto = info["auto"]["value"]
-                auto_q = quality(out)
-                best = best_of_sweep(lambda v: quality(f(noisy, v, device=args.device, **kw)), auto)
+                auto_q = quality(out, reference)
+                best = best_of_sweep(lambda v: quality(f(noisy, v, device=args.device, **kw), reference), auto)
                 case = {"device": where, "date": time.strftime("%Y-%m-%d"), "phantom": name, "noise": label, "setting": setting, "model_sigma": model.sigma,
                         "noise_std": float(np.std(noisy - reference)), "noisy": noisy_q, "auto_value": auto,
                         "auto": auto_q, "best_value": best[0], "best": best[1:]}
-                case["within"] = bool(best[1] - auto_q[0] <= 0.5 and best[2] - auto_q[1] <= 0.005
-                                  and auto_q[0] >= noisy_q[0] and auto_q[1] >= noisy_q[1])
+                case["within"] = within_goal(auto_q, best[1:], noisy_q)
                 cases.append(case)
                 print(f"{name} | {label} | {setting}: noise {case['noise_std']:.1f}, model {model.sigma:.1f}, "
                       f"auto {auto:.1f} {auto_q[0]:.2f}/{auto_q[1]:.4f}, best {best[0]:.1f} {best[1]:.2f}/{best[2]:.4f} "

@@ -361,11 +361,10 @@ void measure_level(Sample& s, const NoiseModel& noise) {
     const auto [low, high] = std::minmax_element(v.begin(), v.end());
     return *high / *low;
   };
-  std::vector<double> chosen = median_of_nearest(centres, levels);
   const bool varies = spread(median_of_nearest(centres, flat_levels)) >= kLeastLevelSpread;
-  if (!varies) {
-    std::fill(chosen.begin(), chosen.end(), detail::median(flat_levels));
-  } else {
+  std::vector<double> chosen(tiles.size(), detail::median(flat_levels));
+  if (varies) {
+    chosen = median_of_nearest(centres, levels);
     use_tile_textures(s, noise, flat_tiles, levels, centres, padding, chosen);
     s.noise_over_image = s.tile_models.empty() ? "tile levels" : "tile levels and textures";
   }
