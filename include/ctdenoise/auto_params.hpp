@@ -44,9 +44,18 @@ struct AutoChoice {
                            // (< 1 when the model read anatomy as noise; docs/parameters.md)
   NoiseModel noise;
   // How the risk saw the noise over the image (docs/parameters.md, "The level" and "The
-  // texture"): "one level" (the tiles' median), "tile levels" (where the level varies), or
-  // "tile levels and textures" (where the texture changes too).
+  // texture"): "one level" (the tiles' median), "tile levels" (where the level varies), "tile
+  // levels and textures" (where the texture changes too), or "scan-like (...)" (below).
   std::string noise_over_image;
+  // How the image's noise compares with a scanner's (docs/parameters.md, "Scan-like noise"):
+  // scan_fit, the share of the variance of the tiles' log noise levels that the map of the image's
+  // own rays explains; scan_fit_beyond_intensity, the share of what each tile's own intensity
+  // leaves that the map explains (both 0..1; NaN where the image is not a whole body in air in
+  // HU, e.g. a crop); scan_texture_distance, how far the nearest FBP filter's noise texture is
+  // from the model's (NaN where not looked at). Where the map explains enough, beyond the
+  // intensities, and an FBP filter's texture is near the model's, the risk's noise is made as a
+  // scanner makes it: noise_over_image "scan-like (<FBP window> filter)".
+  double scan_fit = 0, scan_fit_beyond_intensity = 0, scan_texture_distance = 0;
   std::vector<RiskPoint> curve;  // every value tried, in increasing order
   Dims sample;                   // the sample the filter ran on
   double seconds = 0;            // all of it, of which:

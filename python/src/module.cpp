@@ -75,6 +75,9 @@ nb::dict choice_dict(const AutoChoice& c) {
   d["noisy_mse"] = c.noisy_mse;
   d["noise_share"] = c.noise_share;
   d["noise_over_image"] = c.noise_over_image;
+  d["scan_fit"] = c.scan_fit;
+  d["scan_fit_beyond_intensity"] = c.scan_fit_beyond_intensity;
+  d["scan_texture_distance"] = c.scan_texture_distance;
   nb::list curve;
   for (const RiskPoint& p : c.curve) curve.append(nb::make_tuple(p.value, p.mse));
   d["curve"] = curve;

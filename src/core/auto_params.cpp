@@ -2,6 +2,7 @@
 // (include/ctdenoise/auto_params.hpp, docs/parameters.md).
 
 #include "core/auto_sample.hpp"
+#include "core/scan_probe.hpp"
 #include "core/robust_stats.hpp"
 #include "core/noise_synthesis.hpp"
 #include "cpu/thread_pool.hpp"
@@ -19,6 +20,7 @@
 #include <future>
 #include <limits>
 #include <map>
+#include <optional>
 
 namespace ctd {
 namespace {
@@ -29,6 +31,43 @@ using detail::Sample;
 using detail::SampleLayout;
 
 [[noreturn]] void invalid(const std::string& message) { throw Error(ErrorKind::InvalidArgument, message); }
+
+// The share of the variance of the tiles' log noise levels that the image's own rays must explain
+// for the probe to be made as a scanner makes noise (docs/parameters.md, "Scan-like noise").
+constexpr double kLeastScanFit = 0.5;
+constexpr double kLeastScanFitBeyondIntensity = 0.3;  // ... and of what each tile's own intensity leaves
+constexpr double kMostScanTextureDistance = 0.05;  // the nearest FBP filter's texture, at most this far (FBP noise: 0.002-0.014)
+
+// Scales the scan-like probe so that the tiles' flat parts read its pseudo-residual sigma as the
+// image's, in the median (read alike, so that the estimator's bias on correlated noise cancels,
+// and in the flat parts, where fine anatomy adds least: the sigma of the whole sample, lungs'
+// vessels included, over-smoothed a chest by 1.4 x), and sets the sample's level to the probe's
+// root mean square.
+void scale_to_image(Volume& b, Sample& s, const NoiseModel& noise) {
+  const std::vector<float> padding = std::isnan(noise.excluded_value) ? std::vector<float>{}
+                                                                       : std::vector<float>{float(noise.excluded_value)};
+  std::vector<double> ratios(s.tiles.size(), 0.0);
+  cpu::for_each_piece(i64(s.tiles.size()), 1, 0, [&](i64 index, i64, i64) {
+    const Sample::Tile& t = s.tiles[std::size_t(index)];
+    if (!(t.flat_residual_sigma > 0)) return;
+    Volume tile(t.size);
+    for (i64 z = 0; z < t.size.nz; ++z)
+      for (i64 y = 0; y < t.size.ny; ++y)
+        for (i64 x = 0; x < t.size.nx; ++x) {
+          const i64 i = b.view().index(t.x0 + x, t.y0 + y, t.z0 + z);
+          tile.view()(x, y, z) = s.mask[std::size_t(i)] ? b.data()[i] : std::numeric_limits<float>::quiet_NaN();
+        }
+    const double sigma = detail::flat_residual_sigma(std::move(tile), padding);
+    if (sigma > 0) ratios[std::size_t(index)] = t.flat_residual_sigma / sigma;
+  });
+  std::erase(ratios, 0.0);
+  const double gain = ratios.empty() ? 0.0 : detail::median(ratios);
+  const auto [sum2, count] = cpu::sum_in_pieces<2>(b.size(), [&](i64 i, std::array<double, 2>& t) {
+    b.data()[i] = float(b.data()[i] * gain);
+    if (s.counted[std::size_t(i)]) t[0] += double(b.data()[i]) * b.data()[i], t[1] += 1;
+  });
+  s.level = float(std::sqrt(sum2 / std::max(1.0, count)));
+}
 
 using Filter = std::function<void(ConstVolumeView<float> in, VolumeView<float> out, double value)>;
 
@@ -46,24 +85,53 @@ AutoChoice choose(const detail::ImageReads& image, const NoiseModel& noise, doub
   // The probe: noise of the model's correlation at the sample's level, shaped from white noise
   // drawn (on one core, 0.03-0.04 s for a 3D sample) while the sample is taken and its tiles'
   // levels measured: enough for the largest sample, of which the sample takes the first values.
-  const SampleLayout layout = detail::sample_layout(image.dims(), reach_xy, reach_z);
+  const SampleLayout layout = detail::sample_layout(image.dims(), reach_xy, reach_z, false);
   const std::size_t normals = detail::white_noise_size(noise, layout.whole ? image.dims() : layout.dims(layout.wanted));
   std::future<std::vector<float>> drawn = std::async(std::launch::async, [&] { return detail::unit_normals(0x5EED, normals); });
   Sample sample = detail::make_sample(image, layout, noise);
-  const Dims sd = sample.image.dims();
   detail::measure_level(sample, noise);
-  const detail::WhiteNoise white = detail::white_noise_for(noise, sd, 0x5EED, drawn.get());
-  const std::vector<NoiseModel> image_model{noise};
-  Volume b = detail::synthesize_noise_by_region(sample.tile_models.empty() ? image_model : sample.tile_models, sample.tile_of,
-                                                sd, white, &sample.mask);
+  // Noise made as a scanner makes it where the tiles' levels follow the image's own rays
+  // (scan_probe.hpp), on a sample whose blocks have margins; else the model's noise at the tiles'
+  // levels (and textures).
+  std::optional<detail::ScanMap> map = detail::scan_map(image, sample, noise);
+  std::optional<detail::ScanProbe> probe;
+  double texture_distance = std::numeric_limits<double>::quiet_NaN();
+  if (map && map->fit >= kLeastScanFit && map->fit_beyond_intensity >= kLeastScanFitBeyondIntensity) {
+    const SampleLayout with_margins = detail::sample_layout(image.dims(), reach_xy, reach_z, true);
+    std::optional<Sample> other;
+    if (!with_margins.whole) {
+      other = detail::make_sample(image, with_margins, noise);
+      detail::measure_level(*other, noise);
+      detail::assign_slices(*map, *other);
+    }
+    Sample& scan_sample = other ? *other : sample;
+    detail::refine_attenuation(*map, scan_sample, noise, 0x5EED);
+    probe = detail::scan_probe(scan_sample, noise, *map, 0x5EED);
+    texture_distance = probe->texture_distance;
+    if (probe->texture_distance > kMostScanTextureDistance) probe.reset();  // not an FBP filter's texture
+    else if (other) sample = std::move(*other);
+  }
+  const bool scan_like = probe.has_value();
+  const Dims sd = sample.image.dims();
+  Volume b;
+  if (scan_like) {
+    b = std::move(probe->noise);
+    scale_to_image(b, sample, noise);
+    sample.noise_over_image = fmt::format("scan-like ({} filter)", probe->window);
+  } else {
+    const detail::WhiteNoise white = detail::white_noise_for(noise, sd, 0x5EED, drawn.get());
+    const std::vector<NoiseModel> image_model{noise};
+    b = detail::synthesize_noise_by_region(sample.tile_models.empty() ? image_model : sample.tile_models, sample.tile_of,
+                                           sd, white, &sample.mask);
+  }
   constexpr double kEps = 0.02;  // the probe's size, as a fraction of the noise: small, yet well above float rounding
   Volume perturbed(sd), f0(sd), f1(sd);
   const float* y = sample.image.data();
-  const bool scaled = sample.tile_models.empty();
+  const bool scaled = !scan_like && sample.tile_models.empty();
   const i64 counted = i64(cpu::sum_in_pieces<1>(sd.count(), [&](i64 i, std::array<double, 1>& n) {
     if (scaled) b.data()[i] *= float(sample.level_at[std::size_t(i)] / noise.sigma);
     perturbed.data()[i] = float(y[i] + kEps * b.data()[i]);
-    n[0] += sample.mask[std::size_t(i)];
+    n[0] += sample.counted[std::size_t(i)];
   })[0]);
   if (counted < 16) invalid(fmt::format("{} auto: too few usable voxels to estimate the filter strength", what));
   const double c0 = double(sample.level) * sample.level;
@@ -76,6 +144,10 @@ AutoChoice choose(const detail::ImageReads& image, const NoiseModel& noise, doub
   choice.strength = strength;
   choice.sample = sd;
   choice.noisy_mse = c0;
+  constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+  choice.scan_fit = map ? map->fit : nan;
+  choice.scan_fit_beyond_intensity = map ? map->fit_beyond_intensity : nan;
+  choice.scan_texture_distance = texture_distance;
   // Per k (log2 of value / scale): the residual |f - y|^2 and the Monte Carlo tr(C J), per voxel.
   struct Terms {
     double residual, divergence;
@@ -97,7 +169,7 @@ AutoChoice choose(const detail::ImageReads& image, const NoiseModel& noise, doub
     filter(perturbed.view(), f1.view(), value);
     filter_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - filter_start).count();
     const auto [residual, divergence] = cpu::sum_in_pieces<2>(sd.count(), [&](i64 i, std::array<double, 2>& s) {
-      if (!sample.mask[std::size_t(i)]) return;
+      if (!sample.counted[std::size_t(i)]) return;
       const double r = double(f0.data()[i]) - y[i];
       s[0] += r * r;
       s[1] += double(b.data()[i]) * (double(f1.data()[i]) - f0.data()[i]);

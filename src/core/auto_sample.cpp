@@ -281,6 +281,21 @@ void use_tile_textures(Sample& s, const NoiseModel& noise, const std::vector<Vol
 
 }  // namespace
 
+double tile_residual_sigma(ConstVolumeView<float> tile, const std::vector<float>& padding) {
+  try {
+    const NoiseEstimate e = detail::estimate_noise_without(*host_reads(tile), NoiseEstimator::PseudoResidual, padding);
+    if (e.samples * 4 >= tile.dims.count()) return e.sigma;
+  } catch (const Error&) {
+    // too few usable voxels
+  }
+  return 0.0;
+}
+
+double flat_residual_sigma(Volume tile, const std::vector<float>& padding) {
+  keep_flat_part(tile, padding);
+  return tile_residual_sigma(tile.view(), padding);
+}
+
 // The noise level varies over a reconstruction: highest in the middle of the body, lowest in the
 // air around it (on a whole abdominal slice with FBP noise, 17-25 HU in the air and 40-96 in the
 // body), while the model holds the level of its flattest, often quietest, blocks. Each tile of
@@ -323,17 +338,11 @@ void measure_level(Sample& s, const NoiseModel& noise) {
   std::vector<double> levels(tiles.size(), noise.sigma), flat_levels(tiles.size(), noise.sigma);
   std::vector<Volume> flat_tiles(tiles.size());
   std::vector<std::array<double, 3>> centres(tiles.size());
-  // A tile's level from its pseudo-residual sigma, converted by the model's correlation; kept at
-  // the model's level where too few of its voxels are usable.
-  auto level_of = [&](ConstVolumeView<float> tile) {
-    try {
-      const NoiseEstimate e = detail::estimate_noise_without(*host_reads(tile), NoiseEstimator::PseudoResidual, padding);
-      if (e.samples * 4 >= tile.dims.count()) return std::clamp(e.sigma / std::sqrt(gain), noise.sigma, kMaxTileLevel * noise.sigma);
-    } catch (const Error&) {
-      // too few usable voxels
-    }
-    return noise.sigma;
-  };
+  auto residual_sigma = [&](ConstVolumeView<float> tile) { return tile_residual_sigma(tile, padding); };
+  // Its level: that sigma converted by the model's correlation, kept between the model's sigma
+  // and kMaxTileLevel x it (the model's sigma where it has none).
+  auto level_of = [&](double sigma) { return std::clamp(sigma / std::sqrt(gain), noise.sigma, kMaxTileLevel * noise.sigma); };
+  s.tiles.resize(tiles.size());
   // Each tile on one core (a 3D sample holds a few hundred): its level, then its flat part and that
   // part's level.
   cpu::for_each_piece(i64(tiles.size()), 1, 0, [&](i64 t, i64, i64) {
@@ -343,12 +352,18 @@ void measure_level(Sample& s, const NoiseModel& noise) {
     for (i64 z = 0; z < k.size.nz; ++z)
       for (i64 y = 0; y < k.size.ny; ++y)
         for (i64 x = 0; x < k.size.nx; ++x) tile.view()(x, y, z) = s.image.view()(k.x0 + x, k.y0 + y, k.z0 + z);
-    levels[std::size_t(t)] = level_of(tile.view());
+    levels[std::size_t(t)] = level_of(residual_sigma(tile.view()));
     keep_flat_part(tile, padding);
-    flat_levels[std::size_t(t)] = level_of(tile.view());
+    const double flat_sigma = residual_sigma(tile.view());
+    flat_levels[std::size_t(t)] = level_of(flat_sigma);
     std::array<double, 3> c = s.origin_of(k.x0, k.y0, k.z0);
     c[0] += double(k.size.nx) / 2, c[1] += double(k.size.ny) / 2, c[2] += double(k.size.nz) / 2;
     centres[std::size_t(t)] = c;
+    std::vector<double> values;
+    for (i64 i = 0; i < tile.size(); ++i)
+      if (std::isfinite(tile.data()[i])) values.push_back(tile.data()[i]);
+    const double flat_median = values.empty() ? std::numeric_limits<double>::quiet_NaN() : detail::median(values);
+    s.tiles[std::size_t(t)] = {k.x0, k.y0, k.z0, k.size, c, flat_sigma, flat_median};
   });
   if (levels.empty()) return;
   // The whole tiles' smoothed levels where the flat parts' smoothed levels vary by kLeastLevelSpread
@@ -378,28 +393,38 @@ void measure_level(Sample& s, const NoiseModel& noise) {
           const i64 i = ((k.z0 + z) * d.ny + k.y0 + y) * d.nx + k.x0 + x;
           s.level_at[std::size_t(i)] = float(chosen[t]);
           if (!s.tile_of.empty()) s.tile_of[std::size_t(i)] = std::uint32_t(t);
-          if (s.mask[std::size_t(i)]) sum2 += chosen[t] * chosen[t], ++counted;
+          if (s.counted[std::size_t(i)]) sum2 += chosen[t] * chosen[t], ++counted;
         }
   }
   if (counted > 0) s.level = float(std::sqrt(sum2 / double(counted)));
 }
 
 
-SampleLayout sample_layout(const Dims& d, int reach_xy, int reach_z) {
+SampleLayout sample_layout(const Dims& d, int reach_xy, int reach_z, bool margins) {
   SampleLayout l;
   if (d.count() <= kAutoSampleVoxels) return l;
   l.whole = false;
-  // Blocks wide enough that most of their voxels see a whole window of their own.
-  l.bxy = std::min({std::clamp<i64>(3 * i64(reach_xy), 32, 64), d.nx, d.ny});
+  // Blocks wide enough that most of their voxels see a whole window of their own. With `margins`,
+  // each has a margin of the filter's reach around the part that counts (`inner`): a voxel's
+  // output there depends only on the image around it, so the risk estimated on it is the image's.
+  // Without them the filter at the seams between blocks sees other blocks' anatomy as
+  // neighbours, its residual there grows with the strength, and the choice falls low: with the
+  // scan-like probe, 295 for h on a simulated scan of a 512 x 512 abdomen phantom, 369 with the
+  // margins, 374 on the whole image (best 417). The tile models' rules were set without them, and
+  // with margins the held-out set lost 6 cases (over-smoothed volumes with stationary noise), so
+  // only the scan-like probe has them (docs/parameters.md, "Scan-like noise").
+  const i64 inner = std::clamp<i64>(3 * i64(reach_xy), 32, 64);
+  l.halo = margins ? std::clamp<i64>(reach_xy, 0, std::max<i64>(0, (std::min(d.nx, d.ny) - 16) / 2)) : 0;
+  l.bxy = std::min({inner + 2 * l.halo, d.nx, d.ny});
   l.bz = d.is_2d() ? 1 : std::min<i64>(std::clamp<i64>(2 * i64(reach_z) + 2, 6, 16), d.nz);
-  // kAutoSampleVoxels, but at least kLeastSampleBlocks blocks where they are at most an eighth of
-  // the image. In 3D a block is 6-16 slices deep, and 2^17 voxels held 12 blocks of a 512 x 512
-  // x 20 volume at search radius 3, too few for a body whose noise changes several fold across
-  // it (NLM up to 7.7 dB under-smoothed on that volume with FBP noise; with 64 blocks within
-  // 0.81 dB). The eighth bounds the cost: the 14-18 filter runs of the choice then cost about two
-  // runs on the whole image.
-  const i64 block_voxels = l.bxy * l.bxy * l.bz;
-  l.wanted = std::max({i64(1), kAutoSampleVoxels / block_voxels, std::min(kLeastSampleBlocks, d.count() / (8 * block_voxels))});
+  // kAutoSampleVoxels that count, but at least kLeastSampleBlocks blocks where their counted parts
+  // are at most an eighth of the image. In 3D a block is 6-16 slices deep, and 2^17 voxels held
+  // 12 blocks of a 512 x 512 x 20 volume at search radius 3, too few for a body whose noise
+  // changes several fold across it (NLM up to 7.7 dB under-smoothed on that volume with FBP
+  // noise; with 64 blocks within 0.81 dB). The eighth bounds the cost: the 14-18 filter runs of
+  // the choice then cost about four runs on the whole image.
+  const i64 counted = (l.bxy - 2 * l.halo) * (l.bxy - 2 * l.halo) * l.bz;
+  l.wanted = std::max({i64(1), kAutoSampleVoxels / counted, std::min(kLeastSampleBlocks, d.count() / (8 * counted))});
   return l;
 }
 
@@ -410,6 +435,7 @@ Sample make_sample(const ImageReads& reads, const SampleLayout& layout, const No
   auto mask_of = [&](Sample& s) {
     s.mask.resize(std::size_t(s.image.dims().count()));
     for (std::size_t i = 0; i < s.mask.size(); ++i) s.mask[i] = usable(s.image.data()[i]) ? 1 : 0;
+    s.counted = s.mask;
   };
   Sample s;
   if (layout.whole) {
@@ -451,6 +477,14 @@ Sample make_sample(const ImageReads& reads, const SampleLayout& layout, const No
   }
   reads.copy_blocks(chosen, {bxy, bxy, bz}, s.image.view());
   mask_of(s);
+  // The margins do not count.
+  const i64 halo = layout.halo;
+  for (i64 z = 0; z < sd.nz; ++z)
+    for (i64 y = 0; y < sd.ny; ++y)
+      for (i64 x = 0; x < sd.nx; ++x) {
+        const i64 bx = x % bxy, by = y % bxy;
+        if (bx < halo || by < halo || bx >= bxy - halo || by >= bxy - halo) s.counted[std::size_t((z * sd.ny + y) * sd.nx + x)] = 0;
+      }
   s.tile_xy = bxy;
   return s;
 }

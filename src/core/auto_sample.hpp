@@ -12,23 +12,25 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace ctd::detail {
 
 // The part of the image the risk is estimated on: the image itself when small, else blocks
 // spread evenly over it (those mostly free of padding), tiled side by side in-plane. `mask` is 1
-// on voxels that count (not padding, finite).
+// on usable voxels (not padding, finite); `counted` on those the risk counts (usable and not in a
+// block's margin).
 struct Sample {
   Volume image;
-  std::vector<unsigned char> mask;
+  std::vector<unsigned char> mask, counted;
   float level = 0;  // the noise sigma the risk is estimated for: the root mean square of level_at
   std::vector<float> level_at;  // per voxel of the sample (see measure_level)
   // Where the noise varies over the image: each tile's own model (its level and texture) and the
   // tile of each voxel; else empty (the image's model at level_at).
   std::vector<NoiseModel> tile_models;
   std::vector<std::uint32_t> tile_of;
-  const char* noise_over_image = "one level";  // AutoChoice::noise_over_image
+  std::string noise_over_image = "one level";  // AutoChoice::noise_over_image
   // Where the sample's voxels lie in the image: (x, y, z) of sample voxel (0, 0, 0) of each block
   // of `block` voxels in-plane, blocks running x then y (the image itself: one block at 0).
   struct Place {
@@ -37,6 +39,16 @@ struct Sample {
   std::vector<Place> places;
   std::int64_t block = 0, blocks_per_row = 1;
   std::int64_t tile_xy = 32;  // in-plane size of the tiles whose noise level measure_level reads
+  // Those tiles: each one's first voxel and size in the sample, its centre in the image, and the
+  // pseudo-residual sigma of its flat part (0 where too few of its voxels were usable) and the
+  // median of its values there.
+  struct Tile {
+    std::int64_t x0, y0, z0;
+    Dims size;
+    std::array<double, 3> centre;
+    double flat_residual_sigma, flat_median;
+  };
+  std::vector<Tile> tiles;
   std::array<double, 3> origin_of(std::int64_t x, std::int64_t y, std::int64_t z) const {
     const std::int64_t b = (y / block) * blocks_per_row + x / block;
     const Place& p = places[std::size_t(b)];
@@ -49,6 +61,7 @@ struct Sample {
 struct SampleLayout {
   bool whole = true;
   std::int64_t bxy = 0, bz = 0, wanted = 0;
+  std::int64_t halo = 0;  // in-plane margin of each block that the risk does not count
   // The sample's size with `count` blocks: as square an arrangement as fits.
   Dims dims(std::int64_t count) const {
     const std::int64_t gx = std::max<std::int64_t>(1, std::int64_t(std::floor(std::sqrt(double(count)))));
@@ -56,7 +69,7 @@ struct SampleLayout {
     return {gx * bxy, gy * bxy, bz};
   }
 };
-SampleLayout sample_layout(const Dims& d, int reach_xy, int reach_z);
+SampleLayout sample_layout(const Dims& d, int reach_xy, int reach_z, bool margins);
 
 // The image's blocks (or the image itself) copied side by side, with the mask; the noise level is
 // left at its defaults until measure_level.
@@ -65,6 +78,12 @@ Sample make_sample(const ImageReads& reads, const SampleLayout& layout, const No
 // Sets the sample's level (and, where the noise varies over the image, each tile's level and
 // model) from the tiles' pseudo-residual sigma and semivariances.
 void measure_level(Sample& s, const NoiseModel& noise);
+
+// A tile's pseudo-residual sigma, `padding` left out (0 where under a quarter of its voxels give
+// a residual), and that of its flat part (its busy 8 x 8 areas left out, as measure_level reads
+// it).
+double tile_residual_sigma(ConstVolumeView<float> tile, const std::vector<float>& padding);
+double flat_residual_sigma(Volume tile, const std::vector<float>& padding);
 
 // auto_nlm_h and auto_bilateral_sigma_range of the image `image` reads (src/core/auto_params.cpp).
 AutoChoice auto_nlm_h(const ImageReads& image, const NlmParams& params, const NoiseModel& noise,

@@ -1,6 +1,7 @@
 // Low-dose CT simulation: parallel-beam projection, Poisson + electronic noise, FBP
 // (include/ctdenoise/simulate.hpp).
 
+#include "core/fbp.hpp"
 #include "cpu/thread_pool.hpp"
 
 #include <ctdenoise/error.hpp>
@@ -10,7 +11,6 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <complex>
 #include <limits>
 #include <random>
 #include <vector>
@@ -21,46 +21,6 @@ namespace {
 using i64 = std::int64_t;
 
 [[noreturn]] void invalid(const std::string& message) { throw Error(ErrorKind::InvalidArgument, message); }
-
-// Bilinear sample of a row-major image (zero outside).
-double sample(const std::vector<double>& img, i64 nx, i64 ny, double x, double y) {
-  const double fx = std::floor(x), fy = std::floor(y);
-  const i64 x0 = i64(fx), y0 = i64(fy);
-  const double ax = x - fx, ay = y - fy;
-  auto at = [&](i64 xx, i64 yy) { return (xx < 0 || yy < 0 || xx >= nx || yy >= ny) ? 0.0 : img[std::size_t(yy * nx + xx)]; };
-  return (1 - ay) * ((1 - ax) * at(x0, y0) + ax * at(x0 + 1, y0)) + ay * ((1 - ax) * at(x0, y0 + 1) + ax * at(x0 + 1, y0 + 1));
-}
-
-// The FBP filter as a spatial kernel h[n], n in [-(nd-1), nd-1], for detector spacing tau: the
-// Ram-Lak kernel (exact discrete ramp), apodised in frequency by the window.
-std::vector<double> fbp_kernel(i64 nd, double tau, FbpWindow window) {
-  const i64 half = nd - 1, length = 2 * nd - 1;
-  std::vector<double> ram_lak(static_cast<std::size_t>(length));
-  for (i64 n = -half; n <= half; ++n) {
-    double h = 0;
-    if (n == 0) h = 1.0 / (4 * tau * tau);
-    else if (n % 2 != 0) h = -1.0 / (double(n) * n * M_PI * M_PI * tau * tau);
-    ram_lak[std::size_t(n + half)] = h;
-  }
-  if (window == FbpWindow::Ramp) return ram_lak;
-  // Apodise: DFT (direct, once per slice size), multiply by the window, inverse DFT.
-  std::vector<std::complex<double>> spectrum(static_cast<std::size_t>(length));
-  for (i64 k = 0; k < length; ++k) {
-    std::complex<double> s = 0;
-    for (i64 n = 0; n < length; ++n) s += ram_lak[std::size_t(n)] * std::polar(1.0, -2 * M_PI * double(k * n) / double(length));
-    const double f = double(k <= length / 2 ? k : length - k) / double(length) * 2;  // 0..1 of Nyquist
-    const double w = window == FbpWindow::Hann ? 0.5 * (1 + std::cos(M_PI * f))
-                                               : (f == 0 ? 1.0 : std::sin(M_PI * f / 2) / (M_PI * f / 2));
-    spectrum[std::size_t(k)] = s * w;
-  }
-  std::vector<double> h(static_cast<std::size_t>(length));
-  for (i64 n = 0; n < length; ++n) {
-    std::complex<double> s = 0;
-    for (i64 k = 0; k < length; ++k) s += spectrum[std::size_t(k)] * std::polar(1.0, 2 * M_PI * double(k * n) / double(length));
-    h[std::size_t(n)] = s.real() / double(length);
-  }
-  return h;
-}
 
 }  // namespace
 
@@ -100,7 +60,7 @@ Volume simulate_low_dose(const Volume& clean, const LowDoseParams& p) {
   const double width = std::hypot(double(d.nx) * sx, double(d.ny) * sy);
   const i64 nd = i64(std::ceil(width / sx)) | 1;  // odd: a bin through the centre
   const double tau = sx;
-  const std::vector<double> kernel = fbp_kernel(nd, tau, p.window);
+  const std::vector<double> kernel = detail::fbp_kernel(nd, tau, to_string(p.window));
   const double cx = (double(d.nx) - 1) / 2, cy = (double(d.ny) - 1) / 2, cd = (double(nd) - 1) / 2;
 
   Volume out(d, clean.geometry);
@@ -115,25 +75,13 @@ Volume simulate_low_dose(const Volume& clean, const LowDoseParams& p) {
     // Projection, noise and filtering per angle; each angle has its own random stream.
     pool.parallel_for(p.angles, [&](i64 begin, i64 end) {
       for (i64 a = begin; a < end; ++a) {
-        const double theta = M_PI * double(a) / p.angles, c = std::cos(theta), s = std::sin(theta);
+        const double theta = M_PI * double(a) / p.angles;
         std::mt19937_64 rng(p.seed * 0x9E3779B97F4A7C15ull + std::uint64_t(z) * 1000003ull + std::uint64_t(a));
         double* row = sinogram.data() + a * nd;
-        const double step = 0.5 * sx;  // ray samples, mm
-        const i64 samples = i64(std::ceil(width / step));
-        for (i64 t = 0; t < nd; ++t) {
-          const double offset = (double(t) - cd) * tau;  // mm from the centre, across the ray
-          double integral = 0;
-          for (i64 k = 0; k < samples; ++k) {
-            const double along = (double(k) + 0.5) * step - width / 2;
-            const double x = offset * c - along * s, y = offset * s + along * c;  // mm
-            integral += sample(mu, d.nx, d.ny, x / sx + cx, y / sy + cy);
-          }
-          integral *= step;
-          if (!noisy) {
-            row[t] = integral;  // the noise-free reconstruction, the reference for a noisy one
-            continue;
-          }
-          const double expected = p.photons * std::exp(-integral);
+        detail::line_integrals({mu.data(), d.nx, d.ny, sx, sy, cx, cy}, theta, nd, tau, 0.5 * sx, width, row);
+        // Without noise: the noise-free reconstruction, the reference for a noisy one.
+        for (i64 t = 0; noisy && t < nd; ++t) {
+          const double expected = p.photons * std::exp(-row[t]);
           double counts = double(std::poisson_distribution<std::int64_t>(expected)(rng));
           if (p.electronic_sigma > 0) counts += std::normal_distribution<double>(0, p.electronic_sigma)(rng);
           row[t] = -std::log(std::max(counts, 1.0) / p.photons);  // a zero count would be infinite

@@ -2,6 +2,7 @@
 // here is made by the test itself (white, or white smoothed by a known kernel), the references
 // are computed from definitions, and the best strength comes from the test's own sweep.
 
+#include "common/ct_phantom.hpp"
 #include "common/test_util.hpp"
 #include "core/noise_synthesis.hpp"
 
@@ -13,23 +14,8 @@
 namespace {
 
 using i64 = std::int64_t;
-
-// A CT-like phantom without noise: air, soft tissue with a gentle ramp, a bone disc, padding
-// outside a circular field of view.
-ctd::Volume phantom(ctd::Dims dims) {
-  ctd::Volume v(dims);
-  for (i64 z = 0; z < dims.nz; ++z)
-    for (i64 y = 0; y < dims.ny; ++y)
-      for (i64 x = 0; x < dims.nx; ++x) {
-        const double fx = (x - dims.nx / 2.0) / (dims.nx / 2.0), fy = (y - dims.ny / 2.0) / (dims.ny / 2.0);
-        double value = -1000;
-        if (fx * fx / 0.7 + fy * fy / 0.5 < 1) value = 40 + 20 * fx;
-        if ((fx - 0.25) * (fx - 0.25) + fy * fy < 0.04) value = 700;
-        if ((fx + 0.3) * (fx + 0.3) + (fy - 0.2) * (fy - 0.2) < 0.01) value = 120;
-        v.view()(x, y, z) = fx * fx + fy * fy > 0.97 ? -3024 : float(value);
-      }
-  return v;
-}
+using ctd_test::best_psnr;
+using ctd_test::ct_phantom;
 
 // White noise of `sigma`, optionally smoothed along x by [1 4 1] / 6 (then scaled back to sigma).
 ctd::Volume add_noise(const ctd::Volume& clean, double sigma, bool correlated, std::uint32_t seed) {
@@ -69,7 +55,7 @@ double empirical_correlation(const ctd::Volume& v, int dx, int dy) {
 TEST(NoiseModel, WhiteNoiseIsMeasuredWhite) {
   for (ctd::Dims dims : {ctd::Dims{256, 224, 1}, ctd::Dims{160, 144, 8}}) {
     for (double sigma : {10.0, 40.0}) {
-      const ctd::Volume noisy = add_noise(phantom(dims), sigma, false, 3);
+      const ctd::Volume noisy = add_noise(ct_phantom(dims), sigma, false, 3);
       const ctd::NoiseModel m = ctd::estimate_noise_model(noisy.view());
       EXPECT_NEAR(m.sigma, sigma, 0.07 * sigma) << "nz " << dims.nz;
       EXPECT_NEAR(m.correlation(1, 0, 0), 0.0, 0.06);
@@ -88,7 +74,7 @@ TEST(NoiseModel, WhiteNoiseIsMeasuredWhite) {
 
 TEST(NoiseModel, CorrelatedNoiseIsMeasuredWithItsCorrelation) {
   // [1 4 1] / 6 along x: rho(1, 0) = 8 / 18, rho(2, 0) = 1 / 18, rho(0, 1) = 0.
-  const ctd::Volume noisy = add_noise(phantom({256, 224, 1}), 30, true, 5);
+  const ctd::Volume noisy = add_noise(ct_phantom({256, 224, 1}), 30, true, 5);
   const ctd::NoiseModel m = ctd::estimate_noise_model(noisy.view());
   EXPECT_NEAR(m.sigma, 30, 0.08 * 30);
   EXPECT_NEAR(m.correlation(1, 0, 0), 8.0 / 18, 0.06);
@@ -98,7 +84,7 @@ TEST(NoiseModel, CorrelatedNoiseIsMeasuredWithItsCorrelation) {
 }
 
 TEST(NoiseModel, SynthesisedNoiseHasTheModelsCovariance) {
-  const ctd::Volume noisy = add_noise(phantom({256, 224, 1}), 30, true, 9);
+  const ctd::Volume noisy = add_noise(ct_phantom({256, 224, 1}), 30, true, 9);
   const ctd::NoiseModel m = ctd::estimate_noise_model(noisy.view());
   const ctd::Volume n = ctd::synthesize_noise(m, {200, 180, 1}, 11);
   double sum2 = 0;
@@ -171,7 +157,7 @@ TEST(NoiseModel, NoiseSynthesisedByRegionHasEachRegionsCovariance) {
 
 TEST(NoiseModel, WithoutFlatRegionsItFallsBackToWhiteNoiseOfThePseudoResidualSigma) {
   // A small phantom: every block holds an edge, so the outer lags read anatomy.
-  const ctd::Volume noisy = add_noise(phantom({96, 80, 1}), 10, false, 3);
+  const ctd::Volume noisy = add_noise(ct_phantom({96, 80, 1}), 10, false, 3);
   const ctd::NoiseModel m = ctd::estimate_noise_model(noisy.view());
   EXPECT_TRUE(m.fell_back_to_white);
   EXPECT_EQ(m.sigma, m.pseudo_residual_sigma);
@@ -210,7 +196,7 @@ ctd::Volume smooth_field(ctd::Dims d, const std::vector<double>& taps, double si
 TEST(NoiseModel, SmoothNoiseIsBelievedFarAboveThePseudoResidualSigma) {
   // Binomial taps [1 2 1] (a smooth reconstruction kernel's texture): the neighbour
   // differences see under half of the noise, the model sees all of it.
-  const ctd::Volume clean = phantom({256, 224, 1});
+  const ctd::Volume clean = ct_phantom({256, 224, 1});
   const ctd::Volume noise = smooth_field(clean.dims(), {1, 2, 1}, 30, 21);
   ctd::Volume noisy = clean;
   for (i64 i = 0; i < noisy.size(); ++i) {
@@ -268,7 +254,7 @@ TEST(NoiseModel, WideSmoothNoiseIsConfirmedByTheFarLags) {
   // 4-5 x the pseudo-residual sigma. Read from the first lags in blocks chosen by their
   // neighbours' flatness and confirmed at the far lags, it is smooth noise of both levels (the
   // older model took it as white noise of the pseudo-residual sigma, about 10).
-  const ctd::Volume clean = phantom({256, 240, 1});
+  const ctd::Volume clean = ct_phantom({256, 240, 1});
   const ctd::Volume smooth = smooth_field(clean.dims(), gaussian_taps(1.2), 40, 41);
   const ctd::Volume white = add_noise(ctd::Volume(clean.dims()), 8, false, 43);
   ctd::Volume noisy = clean, noise(clean.dims());
@@ -291,7 +277,7 @@ TEST(NoiseModel, WideSmoothNoiseCorrelatedAcrossSlices) {
   // in-plane (sigma about 10 for noise of 40). The in-plane fit holds, and the correlation with
   // the next slices is read along z in the fit's blocks.
   const ctd::Dims d{192, 176, 16};
-  const ctd::Volume clean = phantom(d);
+  const ctd::Volume clean = ct_phantom(d);
   ctd::Volume noise = smooth_field(d, gaussian_taps(1.2), 40, 55);
   {
     const std::vector<double> taps = gaussian_taps(1.2);
@@ -402,7 +388,7 @@ TEST(NoiseModel, NoiseSmoothedAcrossSlicesIsMeasuredWithTheSecondSlicesCorrelati
   // noise: the model is measured, not a fallback): rho = 2/3 with the next slice, 1/6 with the
   // one after. With the second slice's correlation taken as 0, the first read 0.04-0.05 low.
   const ctd::Dims d{160, 144, 12};
-  ctd::Volume noisy = phantom(d);
+  ctd::Volume noisy = ct_phantom(d);
   const ctd::Volume noise = noise_across_slices(d, 25, 31, true);
   for (i64 i = 0; i < noisy.size(); ++i) noisy.data()[i] += noise.data()[i];
   const ctd::NoiseModel m = ctd::estimate_noise_model(noisy.view());
@@ -452,14 +438,6 @@ TEST(NoiseModel, SmallImagesGetWhiteNoiseAndTinyOnesAreRefused) {
   EXPECT_TRUE(testing_util::throws_kind([&] { ctd::estimate_noise_model(tiny.view()); }, ctd::ErrorKind::InvalidArgument));
 }
 
-// The best PSNR over a fine sweep of the filter's strength, by the test's own loop.
-template <class Run>
-double best_psnr(const ctd::Volume& clean, double centre, Run&& run) {
-  double best = -1e9;
-  for (int k = -12; k <= 12; ++k) best = std::max(best, ctd::psnr(clean.view(), run(centre * std::exp2(k / 6.0)).view(), 2000));
-  return best;
-}
-
 TEST(AutoParams, NlmAndBilateralLandNearTheBestStrength) {
   struct Case {
     ctd::Dims dims;
@@ -467,7 +445,7 @@ TEST(AutoParams, NlmAndBilateralLandNearTheBestStrength) {
     bool correlated;
   };
   for (const Case c : {Case{{192, 176, 1}, 20, false}, Case{{192, 176, 1}, 40, true}, Case{{112, 96, 8}, 30, false}}) {
-    const ctd::Volume clean = phantom(c.dims);
+    const ctd::Volume clean = ct_phantom(c.dims);
     const ctd::Volume noisy = add_noise(clean, c.sigma, c.correlated, 21);
     ctd::NlmParams nlm;
     nlm.search_radius = c.dims.is_2d() ? 5 : 2;
@@ -500,7 +478,7 @@ TEST(AutoParams, NlmAndBilateralLandNearTheBestStrength) {
 }
 
 TEST(AutoParams, StrengthScalesTheOptimumAndBadInputIsRefused) {
-  const ctd::Volume noisy = add_noise(phantom({192, 176, 1}), 25, false, 4);
+  const ctd::Volume noisy = add_noise(ct_phantom({192, 176, 1}), 25, false, 4);
   ctd::NlmParams p;
   const ctd::AutoChoice one = ctd::auto_nlm_h(noisy.view(), p, ctd::ExecContext{}, 1.0);
   const ctd::AutoChoice two = ctd::auto_nlm_h(noisy.view(), p, ctd::ExecContext{}, 2.0);
@@ -512,7 +490,7 @@ TEST(AutoParams, StrengthScalesTheOptimumAndBadInputIsRefused) {
     EXPECT_TRUE(testing_util::throws_kind([&] { ctd::auto_nlm_h(noisy.view(), p, ctd::ExecContext{}, bad); }, ctd::ErrorKind::InvalidArgument));
   }
   // An image without noise has no automatic strength.
-  const ctd::Volume clean = phantom({192, 176, 1});
+  const ctd::Volume clean = ct_phantom({192, 176, 1});
   EXPECT_TRUE(testing_util::throws_kind([&] { ctd::auto_nlm_h(clean.view(), p); }, ctd::ErrorKind::InvalidArgument));
   // noise_sigma = auto: 2 sigma^2 is the mean noise-only patch distance; for white noise, sigma.
   const ctd::NoiseModel m = ctd::estimate_noise_model(noisy.view());
@@ -619,7 +597,7 @@ TEST(AutoParams, TheRiskFollowsNoiseThatVariesOverTheImage) {
   // risk must be estimated for the noise the image holds: its root mean square level within a
   // fifth of the truth (one median level, kept under twice the model's sigma, read 26).
   const ctd::Dims d{320, 288, 1};
-  const ctd::Volume clean = phantom(d);
+  const ctd::Volume clean = ct_phantom(d);
   ctd::Volume noisy = clean;
   std::mt19937 rng(61);
   std::normal_distribution<double> normal(0, 1);
@@ -650,7 +628,7 @@ TEST(AutoParams, TheProbeFollowsNoiseWhoseTextureTurnsOverTheImage) {
   // correlations at one voxel only 0.11 dB under, at up to three voxels 0.30 dB: the probe's
   // level is then lower, nearer the truth, and the choice with it).
   const ctd::Dims d{320, 288, 1};
-  const ctd::Volume clean = phantom(d);
+  const ctd::Volume clean = ct_phantom(d);
   std::vector<double> white(std::size_t(d.count()));
   std::mt19937 rng(67);
   std::normal_distribution<double> normal(0, 1);

@@ -1,0 +1,78 @@
+// Parallel-beam projection and the FBP filter (src/core/fbp.hpp).
+
+#include "core/fbp.hpp"
+
+#include <ctdenoise/error.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <complex>
+
+namespace ctd::detail {
+namespace {
+
+using i64 = std::int64_t;
+
+// The window's gain at f, 0..1 of the Nyquist frequency.
+double window_gain(std::string_view window, double f) {
+  if (window == "shepp-logan") return f == 0 ? 1.0 : std::sin(M_PI * f / 2) / (M_PI * f / 2);
+  if (window == "cosine") return std::cos(M_PI * f / 2);
+  if (window == "hamming") return 0.54 + 0.46 * std::cos(M_PI * f);
+  if (window == "hann") return 0.5 * (1 + std::cos(M_PI * f));
+  return 1;
+}
+
+}  // namespace
+
+std::vector<double> fbp_kernel(i64 nd, double tau, std::string_view window) {
+  if (std::find(kFbpWindows.begin(), kFbpWindows.end(), window) == kFbpWindows.end()) {
+    throw Error(ErrorKind::InvalidArgument, fmt::format("unknown FBP window '{}'", window));
+  }
+  const i64 half = nd - 1, length = 2 * nd - 1;
+  std::vector<double> ram_lak(static_cast<std::size_t>(length));
+  for (i64 n = -half; n <= half; ++n) {
+    double h = 0;
+    if (n == 0) h = 1.0 / (4 * tau * tau);
+    else if (n % 2 != 0) h = -1.0 / (double(n) * n * M_PI * M_PI * tau * tau);
+    ram_lak[std::size_t(n + half)] = h;
+  }
+  if (window == "ramp") return ram_lak;
+  // Apodise: DFT (direct, once per detector size), multiply by the window, inverse DFT.
+  std::vector<std::complex<double>> spectrum(static_cast<std::size_t>(length));
+  for (i64 k = 0; k < length; ++k) {
+    std::complex<double> s = 0;
+    for (i64 n = 0; n < length; ++n) s += ram_lak[std::size_t(n)] * std::polar(1.0, -2 * M_PI * double(k * n) / double(length));
+    const double f = double(k <= length / 2 ? k : length - k) / double(length) * 2;
+    spectrum[std::size_t(k)] = s * window_gain(window, f);
+  }
+  std::vector<double> h(static_cast<std::size_t>(length));
+  for (i64 n = 0; n < length; ++n) {
+    std::complex<double> s = 0;
+    for (i64 k = 0; k < length; ++k) s += spectrum[std::size_t(k)] * std::polar(1.0, 2 * M_PI * double(k * n) / double(length));
+    h[std::size_t(n)] = s.real() / double(length);
+  }
+  return h;
+}
+
+void line_integrals(const SliceGrid& g, double theta, i64 nd, double tau, double step, double length, double* out) {
+  const double c = std::cos(theta), s = std::sin(theta), cd = (double(nd) - 1) / 2;
+  auto at = [&](i64 x, i64 y) { return (x < 0 || y < 0 || x >= g.nx || y >= g.ny) ? 0.0 : g.values[y * g.nx + x]; };
+  const i64 samples = i64(std::ceil(length / step));
+  for (i64 t = 0; t < nd; ++t) {
+    const double offset = (double(t) - cd) * tau;  // across the ray
+    double integral = 0;
+    for (i64 k = 0; k < samples; ++k) {
+      const double along = (double(k) + 0.5) * step - length / 2;
+      const double x = (offset * c - along * s) / g.sx + g.cx, y = (offset * s + along * c) / g.sy + g.cy;
+      const double fx = std::floor(x), fy = std::floor(y);
+      const i64 x0 = i64(fx), y0 = i64(fy);
+      const double ax = x - fx, ay = y - fy;
+      integral += (1 - ay) * ((1 - ax) * at(x0, y0) + ax * at(x0 + 1, y0)) + ay * ((1 - ax) * at(x0, y0 + 1) + ax * at(x0 + 1, y0 + 1));
+    }
+    out[t] = integral * step;
+  }
+}
+
+}  // namespace ctd::detail

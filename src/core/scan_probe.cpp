@@ -1,0 +1,463 @@
+// Noise made as a CT scanner makes it (src/core/scan_probe.hpp).
+
+#include "core/scan_probe.hpp"
+
+#include "core/fbp.hpp"
+#include "core/robust_stats.hpp"
+#include "cpu/thread_pool.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <random>
+
+namespace ctd::detail {
+namespace {
+
+using i64 = std::int64_t;
+
+constexpr int kMapViews = 180;          // views the map is projected at: p changes slowly with the angle
+constexpr i64 kMapWidth = 192;          // slices are projected at most about this many voxels wide (block means)
+constexpr std::size_t kMapSlices = 16;  // slices projected, at most (3D: spread over the sample's blocks)
+constexpr double kLeastAirBorder = 0.9;
+// Air and the body in HU: air under -500 and the body's 90th percentile 500 or more above it (a
+// crop inside a body, whose lowest values are fat, or an image in other units gets no map).
+constexpr double kMostAir = -500, kLeastBody = 500;
+constexpr std::size_t kLeastTiles = 8;
+constexpr i64 kKernelReach = 64;  // the FBP kernel's taps used, +-64 bins: the ramp's tail falls as 1 / n^2
+constexpr i64 kPoolRows = 512;    // rows of filtered unit noise the rays' noise is cut from
+constexpr i64 kPoolSlack = 1024;  // a row's start is chosen among this many bins
+constexpr int kWindowViews = 180;  // views of the slices that choose the window
+constexpr int kFitViews = 90;      // views of the probes that refine the attenuation
+// The sample's probe is back-projected at up to 360 views, fewer where this many voxel-views are
+// reached first (at least 90: a 3D sample of a million voxels gets 200).
+constexpr i64 kProbeVoxelViews = 200'000'000;
+// The in-plane lags whose correlations choose the FBP window.
+constexpr std::array<std::array<int, 2>, 6> kWindowLags = {{{1, 0}, {0, 1}, {1, 1}, {1, -1}, {2, 0}, {0, 2}}};
+
+std::uint64_t mix(std::uint64_t x) {  // splitmix64's finaliser
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+double quantile(std::vector<double> v, double q) { return kth_smallest(v, std::size_t(q * double(v.size() - 1))); }
+
+// Detector bins of one pixel for a slice of nx x ny: its diagonal and a margin, odd.
+i64 full_bins(i64 nx, i64 ny) { return (i64(std::ceil(std::hypot(double(nx), double(ny)))) + 4) | 1; }
+
+// The slice's attenuation: its values less its air (the 5th percentile of its usable values),
+// padding and NaN 0; nullopt where it is not a body in air: less than kLeastAirBorder of its
+// border ring air or padding (air: under a quarter of the attenuation's 90th percentile), as in a
+// crop of a body, or air and body not in HU (kMostAir, kLeastBody).
+struct Attenuation {
+  std::vector<double> values;
+  double air, body;  // the slice's air, and the 90th percentile of its attenuation
+};
+std::optional<Attenuation> attenuation_of(const Volume& slice, float padding) {
+  const Dims d = slice.dims();
+  auto usable = [&](float v) { return std::isfinite(v) && v != padding; };
+  std::vector<double> values;
+  for (i64 i = 0; i < d.nx * d.ny; ++i)
+    if (usable(slice.data()[i])) values.push_back(slice.data()[i]);
+  if (values.size() < 64) return std::nullopt;
+  const double air = quantile(values, 0.05);
+  std::vector<double> a(std::size_t(d.nx * d.ny), 0.0);
+  for (i64 i = 0; i < d.nx * d.ny; ++i)
+    if (usable(slice.data()[i])) a[std::size_t(i)] = std::max(0.0, double(slice.data()[i]) - air);
+  for (double& v : values) v = std::max(0.0, v - air);
+  const double body = quantile(values, 0.9);
+  if (!(air <= kMostAir && body >= kLeastBody)) return std::nullopt;
+  const i64 ring = std::max<i64>(1, std::min(d.nx, d.ny) / 64);
+  i64 border = 0, airy = 0;
+  for (i64 y = 0; y < d.ny; ++y)
+    for (i64 x = 0; x < d.nx; ++x) {
+      if (x >= ring && y >= ring && x < d.nx - ring && y < d.ny - ring) continue;
+      ++border;
+      airy += a[std::size_t(y * d.nx + x)] < 0.25 * body;
+    }
+  if (double(airy) < kLeastAirBorder * double(border)) return std::nullopt;
+  return Attenuation{std::move(a), air, body};
+}
+
+// The map's geometry of an image of nx x ny: coarse bins of `factor` pixels.
+struct Coarse {
+  i64 factor, nx, ny, bins;
+  double cx, cy;  // the image's centre in coarse pixels
+};
+Coarse coarse_of(i64 nx, i64 ny) {
+  Coarse c;
+  c.factor = std::max<i64>(1, (std::max(nx, ny) + kMapWidth - 1) / kMapWidth);
+  c.nx = (nx + c.factor - 1) / c.factor;
+  c.ny = (ny + c.factor - 1) / c.factor;
+  c.cx = ((double(nx) - 1) / 2 - (double(c.factor) - 1) / 2) / double(c.factor);
+  c.cy = ((double(ny) - 1) / 2 - (double(c.factor) - 1) / 2) / double(c.factor);
+  c.bins = (full_bins(nx, ny) + c.factor - 1) / c.factor | 1;
+  return c;
+}
+
+// The slice's line integrals at kMapViews views (p[view * bins + t]), from its block means.
+std::vector<double> project(const std::vector<double>& a, i64 nx, i64 ny, const Coarse& c) {
+  std::vector<double> coarse(std::size_t(c.nx * c.ny), 0.0);
+  for (i64 y = 0; y < ny; ++y)
+    for (i64 x = 0; x < nx; ++x) {
+      coarse[std::size_t(y / c.factor * c.nx + x / c.factor)] += a[std::size_t(y * nx + x)] / double(c.factor * c.factor);
+    }
+  std::vector<double> p(std::size_t(kMapViews * c.bins));
+  const SliceGrid grid{coarse.data(), c.nx, c.ny, double(c.factor), double(c.factor), c.cx, c.cy};
+  const double length = std::hypot(double(nx), double(ny));
+  cpu::for_each_piece(kMapViews, 1, 0, [&](i64 view, i64, i64) {
+    line_integrals(grid, M_PI * double(view) / kMapViews, c.bins, double(c.factor), double(c.factor) / 2, length,
+                   p.data() + view * c.bins);
+  });
+  return p;
+}
+
+// p (relative) at a point of the image, `along` pixels across the centre at view `view` of the map.
+double relative_integral(const std::vector<double>& p, const Coarse& c, i64 view, double along) {
+  const double t = along / double(c.factor) + (double(c.bins) - 1) / 2;
+  const i64 t0 = std::clamp<i64>(i64(std::floor(t)), 0, c.bins - 2);
+  const double f = std::clamp(t - double(t0), 0.0, 1.0);
+  const double* row = p.data() + view * c.bins;
+  return (1 - f) * row[t0] + f * row[t0 + 1];
+}
+
+// A box of voxels of `out` (first voxel (x0, y0, z0), size n) whose voxel (x0, y0, z0) is the
+// image's (ix, iy, iz), taking the rays of the map's slice `slice`.
+struct Box {
+  i64 x0, y0, z0;
+  Dims n;
+  i64 ix, iy, iz;
+  std::size_t slice;
+};
+
+// The z taps that correlate the rays' noise across slices as the model's noise is (the root of
+// its spectrum along z; {1} without lags along z).
+std::vector<double> z_taps(const NoiseModel& noise) {
+  const int rz = noise.radius_z;
+  if (rz == 0) return {1.0};
+  constexpr int kPoints = 64;
+  const int reach = 2 * rz;
+  std::vector<double> taps(std::size_t(2 * reach + 1), 0.0);
+  for (int k = 0; k < kPoints; ++k) {
+    const double w = 2 * M_PI * k / kPoints;
+    double spectrum = 1;
+    for (int dz = 1; dz <= rz; ++dz) spectrum += 2 * noise.correlation(0, 0, dz) * std::cos(w * dz);
+    const double root = std::sqrt(std::max(0.0, spectrum));
+    for (int n = -reach; n <= reach; ++n) taps[std::size_t(n + reach)] += root * std::cos(w * n) / kPoints;
+  }
+  double energy = 0;
+  for (double t : taps) energy += t * t;
+  for (double& t : taps) t /= std::sqrt(energy);
+  return taps;
+}
+
+// Rows of unit white noise filtered by the window's FBP kernel (kKernelReach taps each side).
+std::vector<float> filtered_rows(std::string_view window, i64 rows, i64 length, std::uint64_t seed) {
+  const std::vector<double> kernel = fbp_kernel(kKernelReach + 1, 1.0, window);
+  std::vector<float> out(std::size_t(rows * length));
+  cpu::for_each_piece(rows, 1, 0, [&](i64 r, i64, i64) {
+    std::mt19937_64 rng(mix(seed + std::uint64_t(r)));
+    std::normal_distribution<double> normal;
+    std::vector<double> white(std::size_t(length + 2 * kKernelReach));
+    for (double& w : white) w = normal(rng);
+    for (i64 t = 0; t < length; ++t) {
+      double acc = 0;
+      for (i64 k = 0; k < 2 * kKernelReach + 1; ++k) acc += kernel[std::size_t(k)] * white[std::size_t(t + k)];
+      out[std::size_t(r * length + t)] = float(acc);
+    }
+  });
+  return out;
+}
+
+// Noise made as the map says at the boxes' voxels of `out`: at each of `views` views, each slice's
+// rays get the pool's filtered unit noise (a row and start chosen by the view and slice, mixed
+// over neighbouring slices by z_taps) times exp(P p / 2), back-projected with linear
+// interpolation.
+void back_project(const ScanMap& map, const Coarse& coarse, const std::vector<float>& pool,
+                  i64 pool_length, const std::vector<double>& taps, int views, std::uint64_t seed,
+                  const std::vector<Box>& boxes, Volume& out) {
+  const i64 nd = full_bins(map.nx, map.ny);
+  const double cd = (double(nd) - 1) / 2, cx = (double(map.nx) - 1) / 2, cy = (double(map.ny) - 1) / 2;
+  const i64 reach = i64(taps.size() / 2);
+  // Work items: a box's slice, in pieces of up to 32 rows.
+  struct Item {
+    std::size_t box;
+    i64 z, y0, y1;
+  };
+  std::vector<Item> items;
+  for (std::size_t b = 0; b < boxes.size(); ++b)
+    for (i64 z = 0; z < boxes[b].n.nz; ++z)
+      for (i64 y = 0; y < boxes[b].n.ny; y += 32) items.push_back({b, z, y, std::min(boxes[b].n.ny, y + 32)});
+  cpu::for_each_piece(i64(items.size()), 1, 0, [&](i64 index, i64, i64) {
+    const Item& item = items[std::size_t(index)];
+    const Box& box = boxes[item.box];
+    const i64 iz = box.iz + item.z;
+    const std::vector<double>& p = map.integrals[box.slice];
+    std::vector<double> acc(std::size_t(box.n.nx * (item.y1 - item.y0)), 0.0);
+    std::vector<double> row;
+    for (int a = 0; a < views; ++a) {
+      const double theta = M_PI * a / views, c = std::cos(theta), s = std::sin(theta);
+      const i64 map_view = i64(std::lround(double(a) * kMapViews / views)) % kMapViews;
+      // The bins the piece's voxels fall between.
+      double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+      for (i64 y : {item.y0, item.y1 - 1})
+        for (i64 x : {i64(0), box.n.nx - 1}) {
+          const double t = (double(box.ix + x) - cx) * c + (double(box.iy + y) - cy) * s + cd;
+          lo = std::min(lo, t), hi = std::max(hi, t);
+        }
+      const i64 t0 = std::max<i64>(0, i64(std::floor(lo))), t1 = std::min<i64>(nd - 1, i64(std::floor(hi)) + 1);
+      row.assign(std::size_t(t1 - t0 + 1), 0.0);
+      for (i64 j = -reach; j <= reach; ++j) {
+        const std::uint64_t h = mix(seed ^ (std::uint64_t(iz + j) << 24) ^ std::uint64_t(a));
+        const float* source = pool.data() + i64(h % std::uint64_t(kPoolRows)) * pool_length + i64((h >> 32) % kPoolSlack);
+        const double tap = taps[std::size_t(j + reach)];
+        for (i64 t = t0; t <= t1; ++t) row[std::size_t(t - t0)] += tap * source[t];
+      }
+      for (i64 t = t0; t <= t1; ++t) {
+        row[std::size_t(t - t0)] *= std::exp(0.5 * map.attenuation * relative_integral(p, coarse, map_view, double(t) - cd));
+      }
+      for (i64 y = item.y0; y < item.y1; ++y)
+        for (i64 x = 0; x < box.n.nx; ++x) {
+          const double t = (double(box.ix + x) - cx) * c + (double(box.iy + y) - cy) * s + cd;
+          const i64 k = std::clamp<i64>(i64(std::floor(t)), t0, std::max(t0, t1 - 1));
+          const double f = std::clamp(t - double(k), 0.0, 1.0);
+          const double v0 = row[std::size_t(k - t0)], v1 = row[std::size_t(std::min(k + 1, t1) - t0)];
+          acc[std::size_t((y - item.y0) * box.n.nx + x)] += (1 - f) * v0 + f * v1;
+        }
+    }
+    for (i64 y = item.y0; y < item.y1; ++y)
+      for (i64 x = 0; x < box.n.nx; ++x) {
+        out.view()(box.x0 + x, box.y0 + y, box.z0 + item.z) = float(acc[std::size_t((y - item.y0) * box.n.nx + x)] / views);
+      }
+  });
+}
+
+// The sample's blocks, each with the rays of its slice of the map.
+std::vector<Box> sample_boxes(const Sample& s, const ScanMap& map) {
+  const Dims sd = s.image.dims();
+  std::vector<Box> boxes;
+  for (std::size_t b = 0; b < s.places.size(); ++b) {
+    const i64 x0 = i64(b) % s.blocks_per_row * s.block, y0 = i64(b) / s.blocks_per_row * s.block;
+    boxes.push_back({x0, y0, 0, Dims{std::min(s.block, sd.nx - x0), std::min(s.block, sd.ny - y0), sd.nz}, s.places[b].x,
+                     s.places[b].y, s.places[b].z, map.slice_of_block[b]});
+  }
+  return boxes;
+}
+
+}  // namespace
+
+void assign_slices(ScanMap& map, const Sample& s) {
+  const i64 depth = s.image.dims().nz;
+  map.slice_of_block.clear();
+  for (const auto& place : s.places) {
+    const i64 z = place.z + depth / 2;
+    const auto nearest = std::min_element(map.slices.begin(), map.slices.end(),
+                                          [&](i64 a, i64 b) { return std::abs(a - z) < std::abs(b - z); });
+    map.slice_of_block.push_back(std::size_t(nearest - map.slices.begin()));
+  }
+}
+
+std::optional<ScanMap> scan_map(const ImageReads& image, const Sample& s, const NoiseModel& noise) {
+  const Dims d = image.dims();
+  if (s.tiles.size() < kLeastTiles || s.places.empty()) return std::nullopt;
+  const float padding = std::isnan(noise.excluded_value) ? std::numeric_limits<float>::quiet_NaN() : float(noise.excluded_value);
+  // The slices projected: each block's middle slice, at most kMapSlices of them spread evenly.
+  const i64 depth = s.image.dims().nz;
+  std::vector<i64> middles;
+  for (const auto& place : s.places) middles.push_back(std::min(d.nz - 1, place.z + depth / 2));
+  std::vector<i64> distinct = middles;
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  ScanMap map;
+  for (std::size_t k = 0; k < std::min(kMapSlices, distinct.size()); ++k) {
+    map.slices.push_back(distinct[k * distinct.size() / std::min(kMapSlices, distinct.size())]);
+  }
+  assign_slices(map, s);
+  map.nx = d.nx, map.ny = d.ny;
+  const Coarse coarse = coarse_of(d.nx, d.ny);
+  double largest = 0;
+  std::vector<double> airs, bodies;
+  for (i64 z : map.slices) {
+    Volume slice(Dims{d.nx, d.ny, 1});
+    image.copy_blocks({{0, 0, z}}, slice.dims(), slice.view());
+    const auto a = attenuation_of(slice, padding);
+    if (!a) return std::nullopt;
+    airs.push_back(a->air), bodies.push_back(a->body);
+    map.integrals.push_back(project(a->values, d.nx, d.ny, coarse));
+    largest = std::max(largest, *std::max_element(map.integrals.back().begin(), map.integrals.back().end()));
+  }
+  if (!(largest > 0)) return std::nullopt;
+  for (auto& p : map.integrals)
+    for (double& v : p) v /= largest;
+
+  // Each tile's log pseudo-residual sigma (flat part) against the map's log noise level there:
+  // half the log of the mean of exp(P p) over the rays through 3 x 3 points of its middle slice
+  // (every other view of the map).
+  const double cx = (double(d.nx) - 1) / 2, cy = (double(d.ny) - 1) / 2;
+  std::vector<double> logs, intensities;
+  std::vector<std::vector<double>> rays;
+  for (const Sample::Tile& t : s.tiles) {
+    if (!(t.flat_residual_sigma > 0) || !std::isfinite(t.flat_median)) continue;
+    const auto block_of = [&](i64 x, i64 y) { return std::size_t((y / s.block) * s.blocks_per_row + x / s.block); };
+    const std::size_t slice = map.slice_of_block[block_of(t.x0, t.y0)];
+    logs.push_back(std::log(t.flat_residual_sigma));
+    intensities.push_back(std::log(std::max(0.1, (t.flat_median - airs[slice]) / bodies[slice])));
+    std::vector<double>& r = rays.emplace_back();
+    for (int j = 0; j < 3; ++j)
+      for (int i = 0; i < 3; ++i) {
+        const i64 x = t.x0 + (2 * i + 1) * t.size.nx / 6, y = t.y0 + (2 * j + 1) * t.size.ny / 6;
+        const auto at = s.origin_of(x, y, t.z0 + t.size.nz / 2);
+        for (i64 view = 0; view < kMapViews; view += 2) {
+          const double theta = M_PI * double(view) / kMapViews;
+          r.push_back(relative_integral(map.integrals[map.slice_of_block[block_of(x, y)]], coarse, view,
+                                        (at[0] - cx) * std::cos(theta) + (at[1] - cy) * std::sin(theta)));
+        }
+      }
+  }
+  if (logs.size() < kLeastTiles) return std::nullopt;
+  const double mean_log = std::accumulate(logs.begin(), logs.end(), 0.0) / double(logs.size());
+  double total = 0;
+  for (double l : logs) total += (l - mean_log) * (l - mean_log);
+  if (!(total > 0)) return std::nullopt;
+  // The residual variance after the best offset, at attenuation P.
+  auto residual = [&](double P) {
+    std::vector<double> gap(logs.size());
+    for (std::size_t t = 0; t < logs.size(); ++t) {
+      double sum = 0;
+      for (double p : rays[t]) sum += std::exp(P * p);
+      gap[t] = logs[t] - 0.5 * std::log(sum / double(rays[t].size()));
+    }
+    const double mean = std::accumulate(gap.begin(), gap.end(), 0.0) / double(gap.size());
+    double r = 0;
+    for (double g : gap) r += (g - mean) * (g - mean);
+    return r;
+  };
+  // P on steps of 2^(1/4) from 1/4 to 32, then a parabola in log P through the best and its neighbours.
+  std::vector<double> ks, rs;
+  for (int k = -8; k <= 20; ++k) ks.push_back(k / 4.0), rs.push_back(residual(std::exp2(k / 4.0)));
+  const std::size_t best = std::size_t(std::min_element(rs.begin(), rs.end()) - rs.begin());
+  double k_best = ks[best], r_best = rs[best];
+  if (best > 0 && best + 1 < ks.size()) {
+    const double curvature = rs[best - 1] - 2 * rs[best] + rs[best + 1];
+    if (curvature > 0) {
+      const double k = ks[best] + 0.25 * 0.5 * (rs[best - 1] - rs[best + 1]) / curvature;
+      const double r = residual(std::exp2(k));
+      if (r < r_best) k_best = k, r_best = r;
+    }
+  }
+  map.attenuation = std::exp2(k_best);
+  map.fit = std::max(0.0, 1 - r_best / total);
+  // Beyond each tile's own intensity (signal-dependent noise varies with the rays too: the body
+  // is noisier than the air): the share of what a straight line in the log of the tiles'
+  // attenuation (relative to the body's, at least 0.1 of it) leaves that the map explains, at
+  // its best P. Scan noise varies within air and within tissue alike, with the rays.
+  auto after_intensity = [&](const std::vector<double>& v) {  // the residual of v's line in the intensities
+    const double mean_i = std::accumulate(intensities.begin(), intensities.end(), 0.0) / double(v.size());
+    const double mean_v = std::accumulate(v.begin(), v.end(), 0.0) / double(v.size());
+    double sii = 0, siv = 0, svv = 0;
+    for (std::size_t t = 0; t < v.size(); ++t) {
+      sii += (intensities[t] - mean_i) * (intensities[t] - mean_i);
+      siv += (intensities[t] - mean_i) * (v[t] - mean_v);
+      svv += (v[t] - mean_v) * (v[t] - mean_v);
+    }
+    return sii > 0 ? svv - siv * siv / sii : svv;
+  };
+  const double intensity_residual = after_intensity(logs);
+  double least = intensity_residual;
+  for (double k = -2; k <= 5; k += 0.125) {
+    std::vector<double> gap(logs.size());
+    for (std::size_t t = 0; t < logs.size(); ++t) {
+      double sum = 0;
+      for (double p : rays[t]) sum += std::exp(std::exp2(k) * p);
+      gap[t] = logs[t] - 0.5 * std::log(sum / double(rays[t].size()));
+    }
+    least = std::min(least, after_intensity(gap));
+  }
+  map.intensity_fit = 1 - intensity_residual / total;
+  map.fit_beyond_intensity = intensity_residual > 0 ? std::max(0.0, 1 - least / intensity_residual) : 0.0;
+  return map;
+}
+
+void refine_attenuation(ScanMap& map, const Sample& s, const NoiseModel& noise, std::uint64_t seed) {
+  const Coarse coarse = coarse_of(map.nx, map.ny);
+  const i64 pool_length = full_bins(map.nx, map.ny) + kPoolSlack;
+  const std::vector<float> pool = filtered_rows("ramp", kPoolRows, pool_length, seed + 5);
+  const std::vector<Box> boxes = sample_boxes(s, map);
+  const std::vector<float> padding = std::isnan(noise.excluded_value) ? std::vector<float>{}
+                                                                       : std::vector<float>{float(noise.excluded_value)};
+  std::vector<std::size_t> used;
+  for (std::size_t t = 0; t < s.tiles.size(); ++t)
+    if (s.tiles[t].flat_residual_sigma > 0) used.push_back(t);
+  const double fitted = map.attenuation;
+  // The residual variance of the tiles' log levels, image less probe, after the best offset.
+  auto residual = [&](double k) {
+    map.attenuation = fitted * std::exp2(k);
+    Volume probe(s.image.dims());
+    back_project(map, coarse, pool, pool_length, {1.0}, kFitViews, seed + 6, boxes, probe);
+    for (i64 i = 0; i < probe.size(); ++i)
+      if (!s.mask[std::size_t(i)]) probe.data()[i] = std::numeric_limits<float>::quiet_NaN();
+    std::vector<double> gap(used.size(), std::numeric_limits<double>::quiet_NaN());
+    cpu::for_each_piece(i64(used.size()), 1, 0, [&](i64 u, i64, i64) {
+      const Sample::Tile& t = s.tiles[used[std::size_t(u)]];
+      Volume tile(t.size);
+      for (i64 z = 0; z < t.size.nz; ++z)
+        for (i64 y = 0; y < t.size.ny; ++y)
+          for (i64 x = 0; x < t.size.nx; ++x) tile.view()(x, y, z) = probe.view()(t.x0 + x, t.y0 + y, t.z0 + z);
+      const double sigma = flat_residual_sigma(std::move(tile), padding);
+      if (sigma > 0) gap[std::size_t(u)] = std::log(t.flat_residual_sigma) - std::log(sigma);
+    });
+    double sum = 0, sum2 = 0, n = 0;
+    for (double g : gap)
+      if (std::isfinite(g)) sum += g, sum2 += g * g, n += 1;
+    return n > 1 ? sum2 / n - (sum / n) * (sum / n) : std::numeric_limits<double>::infinity();
+  };
+  // Steps of 2^(1/4) from 2^-1 to 2^1 around the fitted value, then eighths around the best and a
+  // parabola in log P.
+  std::map<double, double> r;
+  for (double k = -1; k <= 1; k += 0.25) r[k] = residual(k);
+  auto best = std::min_element(r.begin(), r.end(), [](auto& a, auto& b) { return a.second < b.second; })->first;
+  for (double k : {best - 0.125, best + 0.125}) r[k] = residual(k);
+  const auto at = r.find(best);
+  double k_best = best;
+  if (at != r.begin() && std::next(at) != r.end()) {
+    const auto lo = std::prev(at), hi = std::next(at);
+    const double curvature = lo->second - 2 * at->second + hi->second;
+    if (curvature > 0) k_best = best + 0.125 * 0.5 * (lo->second - hi->second) / curvature;
+  }
+  map.attenuation = fitted * std::exp2(k_best);
+}
+
+ScanProbe scan_probe(const Sample& s, const NoiseModel& noise, const ScanMap& map, std::uint64_t seed) {
+  const Coarse coarse = coarse_of(map.nx, map.ny);
+  const i64 pool_length = full_bins(map.nx, map.ny) + kPoolSlack;
+  ScanProbe probe;
+  // The window: the map's middle slice made whole with each; the one whose model's correlations
+  // at kWindowLags are nearest the image's model's.
+  const std::size_t middle = map.slices.size() / 2;
+  const Box whole{0, 0, 0, Dims{map.nx, map.ny, 1}, 0, 0, map.slices[middle], middle};
+  double least = std::numeric_limits<double>::infinity();
+  for (std::string_view window : kFbpWindows) {
+    Volume slice(whole.n);
+    back_project(map, coarse, filtered_rows(window, kPoolRows, pool_length, seed + 1), pool_length, {1.0}, kWindowViews,
+                 seed + 2, {whole}, slice);
+    const NoiseModel model = estimate_noise_model(slice.view());
+    double distance = 0;
+    for (const auto& [dx, dy] : kWindowLags) distance += std::pow(model.correlation(dx, dy, 0) - noise.correlation(dx, dy, 0), 2);
+    if (distance < least) least = distance, probe.window = window;
+  }
+  probe.texture_distance = least;
+  const Dims sd = s.image.dims();
+  const int views = int(std::clamp<i64>(kProbeVoxelViews / sd.count(), 90, 360));
+  probe.noise = Volume(sd);
+  back_project(map, coarse, filtered_rows(probe.window, kPoolRows, pool_length, seed + 3), pool_length, z_taps(noise), views,
+               seed + 4, sample_boxes(s, map), probe.noise);
+  for (i64 i = 0; i < sd.count(); ++i)
+    if (!s.mask[std::size_t(i)]) probe.noise.data()[i] = 0;
+  return probe;
+}
+
+}  // namespace ctd::detail

@@ -1,0 +1,57 @@
+// Noise made as a CT scanner makes it, for the risk estimate of the automatic parameters
+// (src/core/scan_probe.cpp; docs/parameters.md, "Scan-like noise").
+//
+// A reconstruction's noise comes from its rays: each ray's measured attenuation p carries noise of
+// variance about exp(p) / dose (Poisson counts after the log), and filtered back-projection
+// spreads it along the ray. So the noise is strongest where the rays cross much of the body and
+// streaks along them, over distances no model of a tile's neighbourhood holds. Where the image is
+// a whole body (or object) in air and its tiles' noise levels follow the map its own attenuation
+// makes, the probe is made the same way: the image read as attenuation (its air 0), projected,
+// unit noise on each ray scaled by exp(P p / 2) (P fitted to the tiles' levels, p relative to the
+// image's longest ray), filtered with the FBP filter whose texture is nearest the image's, and
+// back-projected at the sample's voxels.
+#pragma once
+
+#include "core/auto_sample.hpp"
+
+#include <optional>
+#include <string>
+
+namespace ctd::detail {
+
+// The image's rays and how well its tiles' noise levels follow them.
+struct ScanMap {
+  std::vector<std::int64_t> slices;            // the slices projected (z)
+  std::vector<std::vector<double>> integrals;  // per slice: p at each view and bin, relative to the largest
+  std::vector<std::size_t> slice_of_block;     // per block of the sample: the slice whose rays it takes
+  std::int64_t nx = 0, ny = 0;                 // the image's slice
+  double attenuation = 0;  // P: the longest ray's attenuation, fitted
+  double fit = 0;          // the share of the variance of the tiles' log levels that the map explains
+  double intensity_fit = 0;  // the share that the tiles' own intensities explain (signal-dependent noise)
+  double fit_beyond_intensity = 0;  // the share of what the intensities leave that the map explains
+};
+
+// The map where the image is a whole body in air (at least 90 % of each projected slice's border
+// is air or padding) and the sample has enough tiles to fit it; else nullopt.
+std::optional<ScanMap> scan_map(const ImageReads& image, const Sample& s, const NoiseModel& noise);
+
+// The map's slices for the blocks of another sample of the same image: each block takes the
+// projected slice nearest its middle.
+void assign_slices(ScanMap& map, const Sample& s);
+
+// The map's attenuation P refitted so that the tiles' levels, read in the image and in probes
+// made with the map alike (flat parts' pseudo-residual sigma), differ least (beyond one factor):
+// the fit to the map's own variance under-read P by 18 % on a real abdomen's simulated scan,
+// where the body's streaks and anatomy make the flat parts lean to their quiet sides.
+void refine_attenuation(ScanMap& map, const Sample& s, const NoiseModel& noise, std::uint64_t seed);
+
+// Noise over the sample made by the map (0 off the sample's mask; of arbitrary scale) and the FBP
+// window whose texture was nearest the image's model (one of kFbpWindows).
+struct ScanProbe {
+  Volume noise;
+  std::string window;
+  double texture_distance = 0;  // the squared distance of its correlations at six lags from the model's
+};
+ScanProbe scan_probe(const Sample& s, const NoiseModel& noise, const ScanMap& map, std::uint64_t seed);
+
+}  // namespace ctd::detail
