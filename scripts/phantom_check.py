@@ -18,6 +18,8 @@ the goal when 0.5 dB and 0.005 SSIM of the best at most, and never below the noi
     scripts/setup.sh && python3 scripts/phantom_check.py [--device auto] [--json FILE] [--no-write]
         [--only NAME]                     # the phantoms whose name holds NAME
     python3 scripts/phantom_check.py --cases FILE...   # the table from earlier --json files
+    python3 scripts/phantom_check.py --sweeps FILE     # the automatic values only, judged on the
+                                                       # best and noisy input of FILE's cases
 
 Writes its summary and table into docs/parameters.md between the phantom-check markers, and prints
 them. About 20 minutes on 2 CPU cores, most of it scikit-image's scans of the 512-pixel
@@ -193,6 +195,9 @@ def main():
     parser.add_argument("--json", help="write every case here")
     parser.add_argument("--no-write", action="store_true", help="print the table only")
     parser.add_argument("--only", default="", help="run the phantoms whose name holds this only")
+    parser.add_argument("--sweeps", metavar="FILE",
+                        help="sweep nothing: take each case's best and noisy input from this --json file of an "
+                             "earlier run (the phantoms and their noise are seeded: the same images)")
     parser.add_argument("--cases", nargs="+", metavar="FILE",
                         help="run nothing: write the table from these --json files of earlier runs")
     args = parser.parse_args()
@@ -205,6 +210,8 @@ def main():
     import ctdenoise as ctd
 
     where = ctd.cuda_device_name() if args.device != "cpu" and ctd.cuda_available() else "the CPU"
+    swept = {(c["phantom"], c["noise"], c["setting"]): c for c in json.loads(pathlib.Path(args.sweeps).read_text())} \
+        if args.sweeps else {}
     cases, start = [], time.perf_counter()
     for p, (name, clean, pixel_mm, textures, scans, settings) in enumerate(phantoms()):
         if args.only not in name:
@@ -217,10 +224,15 @@ def main():
                 out, info = f(noisy, device=args.device, return_info=True, **kw)
                 auto = info["auto"]["value"]
                 auto_q = quality(out, reference)
-                best = best_of_sweep(lambda v: quality(f(noisy, v, device=args.device, **kw), reference), auto)
+                if swept:
+                    earlier = swept[(name, label, setting)]
+                    best = [earlier["best_value"], *earlier["best"]]
+                else:
+                    best = best_of_sweep(lambda v: quality(f(noisy, v, device=args.device, **kw), reference), auto)
                 case = {"device": where, "date": time.strftime("%Y-%m-%d"), "phantom": name, "noise": label, "setting": setting, "model_sigma": model.sigma,
                         "noise_std": float(np.std(noisy - reference)), "noisy": noisy_q, "auto_value": auto,
-                        "auto": auto_q, "best_value": best[0], "best": best[1:]}
+                        "auto": auto_q, "best_value": best[0], "best": best[1:],
+                        "noise_over_image": info["auto"]["noise_over_image"]}
                 case["within"] = within_goal(auto_q, best[1:], noisy_q)
                 cases.append(case)
                 print(f"{name} | {label} | {setting}: noise {case['noise_std']:.1f}, model {model.sigma:.1f}, "

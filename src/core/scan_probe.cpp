@@ -377,7 +377,6 @@ std::optional<ScanMap> scan_map(const ImageReads& image, const Sample& s, const 
     }
     least = std::min(least, after_intensity(gap));
   }
-  map.intensity_fit = 1 - intensity_residual / total;
   map.fit_beyond_intensity = intensity_residual > 0 ? std::max(0.0, 1 - least / intensity_residual) : 0.0;
   return map;
 }
@@ -415,11 +414,17 @@ void refine_attenuation(ScanMap& map, const Sample& s, const NoiseModel& noise, 
       if (std::isfinite(g)) sum += g, sum2 += g * g, n += 1;
     return n > 1 ? sum2 / n - (sum / n) * (sum / n) : std::numeric_limits<double>::infinity();
   };
-  // Steps of 2^(1/4) from 2^-1 to 2^1 around the fitted value, then eighths around the best and a
-  // parabola in log P.
+  // Steps of 2^(1/4) from the fitted value, walking towards the least residual while it sits at an
+  // end (within 2^-1 to 2^1), then eighths around the best and a parabola in log P.
   std::map<double, double> r;
-  for (double k = -1; k <= 1; k += 0.25) r[k] = residual(k);
-  auto best = std::min_element(r.begin(), r.end(), [](auto& a, auto& b) { return a.second < b.second; })->first;
+  for (double k : {-0.25, 0.0, 0.25}) r[k] = residual(k);
+  auto least = [&] { return std::min_element(r.begin(), r.end(), [](auto& a, auto& b) { return a.second < b.second; })->first; };
+  double best = least();
+  while ((best == r.begin()->first && best > -1) || (best == r.rbegin()->first && best < 1)) {
+    const double k = best == r.begin()->first ? best - 0.25 : best + 0.25;
+    r[k] = residual(k);
+    best = least();
+  }
   for (double k : {best - 0.125, best + 0.125}) r[k] = residual(k);
   const auto at = r.find(best);
   double k_best = best;
