@@ -331,14 +331,19 @@ std::optional<ScanMap> scan_map(const ImageReads& image, const Sample& s, const 
   double total = 0;
   for (double l : logs) total += (l - mean_log) * (l - mean_log);
   if (!(total > 0)) return std::nullopt;
-  // The residual variance after the best offset, at attenuation P.
-  auto residual = [&](double P) {
+  // Each tile's log level less the map's at attenuation P.
+  auto gaps = [&](double P) {
     std::vector<double> gap(logs.size());
     for (std::size_t t = 0; t < logs.size(); ++t) {
       double sum = 0;
       for (double p : rays[t]) sum += std::exp(P * p);
       gap[t] = logs[t] - 0.5 * std::log(sum / double(rays[t].size()));
     }
+    return gap;
+  };
+  // The residual variance after the best offset, at attenuation P.
+  auto residual = [&](double P) {
+    const std::vector<double> gap = gaps(P);
     const double mean = std::accumulate(gap.begin(), gap.end(), 0.0) / double(gap.size());
     double r = 0;
     for (double g : gap) r += (g - mean) * (g - mean);
@@ -362,7 +367,8 @@ std::optional<ScanMap> scan_map(const ImageReads& image, const Sample& s, const 
   // Beyond each tile's own intensity (signal-dependent noise varies with the rays too: the body
   // is noisier than the air): the share of what a straight line in the log of the tiles'
   // attenuation (relative to the body's, at least 0.1 of it) leaves that the map explains, at
-  // its best P. Scan noise varies within air and within tissue alike, with the rays.
+  // the P (eighths of an octave, 1/4 to 32) where it explains most. Scan noise varies within air
+  // and within tissue alike, with the rays.
   auto after_intensity = [&](const std::vector<double>& v) {  // the residual of v's line in the intensities
     const double mean_i = std::accumulate(intensities.begin(), intensities.end(), 0.0) / double(v.size());
     const double mean_v = std::accumulate(v.begin(), v.end(), 0.0) / double(v.size());
@@ -376,15 +382,7 @@ std::optional<ScanMap> scan_map(const ImageReads& image, const Sample& s, const 
   };
   const double intensity_residual = after_intensity(logs);
   double least = intensity_residual;
-  for (double k = -2; k <= 5; k += 0.125) {
-    std::vector<double> gap(logs.size());
-    for (std::size_t t = 0; t < logs.size(); ++t) {
-      double sum = 0;
-      for (double p : rays[t]) sum += std::exp(std::exp2(k) * p);
-      gap[t] = logs[t] - 0.5 * std::log(sum / double(rays[t].size()));
-    }
-    least = std::min(least, after_intensity(gap));
-  }
+  for (double k = -2; k <= 5; k += 0.125) least = std::min(least, after_intensity(gaps(std::exp2(k))));
   map.fit_beyond_intensity = intensity_residual > 0 ? std::max(0.0, 1 - least / intensity_residual) : 0.0;
   return map;
 }
