@@ -537,7 +537,7 @@ int main(int argc, char** argv) {
             const ctd::AutoChoice choice = choose(noisy_model);
             if (auto_only) {
               fmt::print("AUTO {} | {}: {:.4f}\n", case_name, s.label, choice.value);
-              fmt::print("NOISE {} | {}: {} (scan fit {:.2f} beyond intensity {:.2f} texture {:.3f})\n", case_name, s.label, choice.noise_over_image, choice.scan_fit, choice.scan_fit_beyond_intensity, choice.scan_texture_distance);
+              fmt::print("NOISE {} | {}: {} (scan fit {:.2f} beyond intensity {:.2f} texture {:.3f} source {:.0f})\n", case_name, s.label, choice.noise_over_image, choice.scan_fit, choice.scan_fit_beyond_intensity, choice.scan_texture_distance, choice.scan_source);
               std::fflush(stdout);
               continue;
             }

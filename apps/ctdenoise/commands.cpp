@@ -161,6 +161,7 @@ json auto_json(const AutoChoice& c) {
           {"scan_fit", std::isnan(c.scan_fit) ? json(nullptr) : json(c.scan_fit)},
           {"scan_fit_beyond_intensity", std::isnan(c.scan_fit_beyond_intensity) ? json(nullptr) : json(c.scan_fit_beyond_intensity)},
           {"scan_texture_distance", std::isnan(c.scan_texture_distance) ? json(nullptr) : json(c.scan_texture_distance)},
+          {"scan_source", std::isnan(c.scan_source) ? json(nullptr) : json(c.scan_source)},
           {"risk_curve", curve},
           {"sample_dims", {c.sample.nx, c.sample.ny, c.sample.nz}},
           {"seconds", c.seconds},

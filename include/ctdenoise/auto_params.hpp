@@ -54,8 +54,11 @@ struct AutoChoice {
   // HU, e.g. a crop); scan_texture_distance, how far the nearest FBP filter's noise texture is
   // from the model's (NaN where not looked at). Where the map explains enough, beyond the
   // intensities, and an FBP filter's texture is near the model's, the risk's noise is made as a
-  // scanner makes it: noise_over_image "scan-like (<FBP window> filter)".
-  double scan_fit = 0, scan_fit_beyond_intensity = 0, scan_texture_distance = 0;
+  // scanner makes it: noise_over_image "scan-like (<FBP window> filter)", or "scan-like (<FBP
+  // window> filter, fan beam)" where a fan's rays explain the levels clearly better than a
+  // parallel beam's: scan_source, the fan's source's distance from the centre in pixels (0: a
+  // parallel beam; NaN without a map).
+  double scan_fit = 0, scan_fit_beyond_intensity = 0, scan_texture_distance = 0, scan_source = 0;
   std::vector<RiskPoint> curve;  // every value tried, in increasing order
   Dims sample;                   // the sample the filter ran on
   double seconds = 0;            // all of it, of which:

@@ -78,6 +78,7 @@ nb::dict choice_dict(const AutoChoice& c) {
   d["scan_fit"] = c.scan_fit;
   d["scan_fit_beyond_intensity"] = c.scan_fit_beyond_intensity;
   d["scan_texture_distance"] = c.scan_texture_distance;
+  d["scan_source"] = c.scan_source;
   nb::list curve;
   for (const RiskPoint& p : c.curve) curve.append(nb::make_tuple(p.value, p.mse));
   d["curve"] = curve;

@@ -117,7 +117,7 @@ AutoChoice choose(const detail::ImageReads& image, const NoiseModel& noise, doub
   if (scan_like) {
     b = std::move(probe->noise);
     scale_to_image(b, sample, noise);
-    sample.noise_over_image = fmt::format("scan-like ({} filter)", probe->window);
+    sample.noise_over_image = fmt::format("scan-like ({} filter{})", probe->window, std::isfinite(map->source) ? ", fan beam" : "");
   } else {
     const detail::WhiteNoise white = detail::white_noise_for(noise, sd, 0x5EED, drawn.get());
     const std::vector<NoiseModel> image_model{noise};
@@ -148,6 +148,7 @@ AutoChoice choose(const detail::ImageReads& image, const NoiseModel& noise, doub
   choice.scan_fit = map ? map->fit : nan;
   choice.scan_fit_beyond_intensity = map ? map->fit_beyond_intensity : nan;
   choice.scan_texture_distance = texture_distance;
+  choice.scan_source = !map ? nan : std::isfinite(map->source) ? map->source : 0.0;
   // Per k (log2 of value / scale): the residual |f - y|^2 and the Monte Carlo tr(C J), per voxel.
   struct Terms {
     double residual, divergence;

@@ -30,6 +30,12 @@ constexpr i64 kKernelReach = 64;  // the FBP kernel's taps used, +-64 bins: the 
 constexpr i64 kPoolRows = 512;    // rows of filtered unit noise the rays' noise is cut from
 constexpr i64 kPoolSlack = 1024;  // a row's start is chosen among this many bins
 constexpr int kWindowViews = 180;  // views of the slices that choose the window
+constexpr int kFitFanViews = 90;   // views of a turn whose rays fit a fan beam's map to the tiles
+// The fan beams tried: the source's distance from the centre in half-diagonals of the slice (a
+// scanner's 540-600 mm over fields of view of 500 down to 250 mm: 1.5-3.4), and how much better
+// than a parallel beam's a fan's fit must be to be taken.
+constexpr std::array<double, 6> kFanSources = {1.4, 1.75, 2.2, 2.75, 3.4, 4.3};
+constexpr double kLeastFanGain = 0.8;
 constexpr int kFitViews = 90;      // views of the probes that refine the attenuation
 // The sample's probe is back-projected at up to 360 views, fewer where this many voxel-views are
 // reached first (at least 90: a 3D sample of a million voxels gets 200).
@@ -91,6 +97,14 @@ std::optional<Attenuation> attenuation_of(const Volume& slice, float padding) {
   return Attenuation{std::move(a), air, body};
 }
 
+// Detector bins of the map's beam, one pixel apart through the centre: the slice's diagonal
+// (parallel beam), or its widest shadow there from the fan's source (which lies outside it).
+i64 detector_bins(const ScanMap& map) {
+  if (!std::isfinite(map.source)) return full_bins(map.nx, map.ny);
+  const double R = std::hypot(double(map.nx), double(map.ny)) / 2;
+  return (i64(std::ceil(2 * R * map.source / (map.source - R))) + 4) | 1;
+}
+
 // The map's geometry of an image of nx x ny: coarse bins of `factor` pixels.
 struct Coarse {
   i64 factor, nx, ny, bins;
@@ -131,6 +145,35 @@ double relative_integral(const std::vector<double>& p, const Coarse& c, i64 view
   const double f = std::clamp(t - double(t0), 0.0, 1.0);
   const double* row = p.data() + view * c.bins;
   return (1 - f) * row[t0] + f * row[t0 + 1];
+}
+
+// The map's view and offset of the line through the points a and b (pixels from the centre).
+struct Line {
+  i64 view;
+  double offset;
+};
+Line line_through(double ax, double ay, double bx, double by) {
+  double nx = ay - by, ny = bx - ax;  // the line's normal
+  const double norm = std::hypot(nx, ny);
+  nx /= norm, ny /= norm;
+  double angle = std::atan2(ny, nx), offset = nx * bx + ny * by;
+  if (angle < 0) angle += M_PI, offset = -offset;
+  if (angle >= M_PI) angle -= M_PI, offset = -offset;
+  return {i64(std::lround(angle / M_PI * kMapViews)) % kMapViews, offset};
+}
+
+// A fan beam's view at angle beta, its source at distance D from the centre (Kak & Slaney's
+// fan-beam FBP on a virtual detector through the centre): a point's distance from the source
+// along the central ray relative to D (U), its detector coordinate u and the ray's angle gamma
+// from the central ray. Fan-beam FBP weights the view's filtered data by 1 / U^2 there, and the
+// data by cos(gamma) before the filter: the view's noise variance at the point goes as
+// cos^2(gamma) / U^4, times exp(p) of its ray.
+struct FanPoint {
+  double U, u, cos_gamma;
+};
+FanPoint fan_point(double x, double y, double c, double s, double D) {
+  const double along = D - (x * c + y * s), across = -x * s + y * c;
+  return {along / D, across * D / along, along / std::hypot(along, across)};
 }
 
 // A box of voxels of `out` (first voxel (x0, y0, z0), size n) whose voxel (x0, y0, z0) is the
@@ -183,14 +226,18 @@ std::vector<float> filtered_rows(std::string_view window, i64 rows, i64 length, 
   return out;
 }
 
-// Noise made as the map says at the boxes' voxels of `out`: at each of `views` views, each slice's
-// rays get the pool's filtered unit noise (a row and start chosen by the view and slice, mixed
-// over neighbouring slices by z_taps) times exp(P p / 2), back-projected with linear
-// interpolation.
+// Noise made as the map says at the boxes' voxels of `out`: at each of `views` views (parallel
+// beam: over a half turn; fan beam: twice as many over a full turn), each slice's rays get the
+// pool's filtered unit noise (a row and start chosen by the view and slice, mixed over
+// neighbouring slices by z_taps) times exp(P p / 2), back-projected with linear interpolation
+// (fan beam: the rays' data weighted by cos(gamma), the view's by 1 / U^2 at each voxel).
 void back_project(const ScanMap& map, const Coarse& coarse, const std::vector<float>& pool,
                   i64 pool_length, const std::vector<double>& taps, int views, std::uint64_t seed,
                   const std::vector<Box>& boxes, Volume& out) {
-  const i64 nd = full_bins(map.nx, map.ny);
+  const bool fan = std::isfinite(map.source);
+  const double D = map.source;
+  const int turn = fan ? 2 * views : views;
+  const i64 nd = detector_bins(map);
   const double cd = (double(nd) - 1) / 2, cx = (double(map.nx) - 1) / 2, cy = (double(map.ny) - 1) / 2;
   const i64 reach = i64(taps.size() / 2);
   // Work items: a box's slice, in pieces of up to 32 rows.
@@ -209,14 +256,15 @@ void back_project(const ScanMap& map, const Coarse& coarse, const std::vector<fl
     const std::vector<double>& p = map.integrals[box.slice];
     std::vector<double> acc(std::size_t(box.n.nx * (item.y1 - item.y0)), 0.0);
     std::vector<double> row, step;
-    for (int a = 0; a < views; ++a) {
-      const double theta = M_PI * a / views, c = std::cos(theta), s = std::sin(theta);
-      const i64 map_view = i64(std::lround(double(a) * kMapViews / views)) % kMapViews;
-      // The bins the piece's voxels fall between.
+    for (int a = 0; a < turn; ++a) {
+      const double theta = (fan ? 2 : 1) * M_PI * a / turn, c = std::cos(theta), s = std::sin(theta);
+      // A voxel's bin: parallel beam, its offset along (c, s); fan beam, its detector coordinate
+      // (a projective map: its extremes over the piece lie at the corners).
+      auto bin = [&](double x, double y) { return (fan ? fan_point(x, y, c, s, D).u : x * c + y * s) + cd; };
       double lo = std::numeric_limits<double>::infinity(), hi = -lo;
       for (i64 y : {item.y0, item.y1 - 1})
         for (i64 x : {i64(0), box.n.nx - 1}) {
-          const double t = (double(box.ix + x) - cx) * c + (double(box.iy + y) - cy) * s + cd;
+          const double t = bin(double(box.ix + x) - cx, double(box.iy + y) - cy);
           lo = std::min(lo, t), hi = std::max(hi, t);
         }
       const i64 t0 = std::max<i64>(0, i64(std::floor(lo))), t1 = std::min<i64>(nd - 1, i64(std::floor(hi)) + 1);
@@ -227,8 +275,18 @@ void back_project(const ScanMap& map, const Coarse& coarse, const std::vector<fl
         const double tap = taps[std::size_t(j + reach)];
         for (i64 t = t0; t <= t1; ++t) row[std::size_t(t - t0)] += tap * source[t];
       }
-      for (i64 t = t0; t <= t1; ++t) {
-        row[std::size_t(t - t0)] *= std::exp(0.5 * map.attenuation * relative_integral(p, coarse, map_view, double(t) - cd));
+      if (fan) {
+        for (i64 t = t0; t <= t1; ++t) {  // the ray from the source through detector coordinate u
+          const double u = double(t) - cd;
+          const Line line = line_through(D * c, D * s, -u * s, u * c);
+          row[std::size_t(t - t0)] *= D / std::hypot(D, u) *
+                                      std::exp(0.5 * map.attenuation * relative_integral(p, coarse, line.view, line.offset));
+        }
+      } else {
+        const i64 map_view = i64(std::lround(double(a) * kMapViews / views)) % kMapViews;
+        for (i64 t = t0; t <= t1; ++t) {
+          row[std::size_t(t - t0)] *= std::exp(0.5 * map.attenuation * relative_integral(p, coarse, map_view, double(t) - cd));
+        }
       }
       // Linear interpolation as row[k] + f (row[k + 1] - row[k]); the voxels' bins are >= 0 (the
       // detector spans the image's diagonal), so truncation is the floor.
@@ -237,8 +295,20 @@ void back_project(const ScanMap& map, const Coarse& coarse, const std::vector<fl
       step.back() = 0;
       const i64 last = std::max<i64>(0, t1 - t0 - 1);
       for (i64 y = item.y0; y < item.y1; ++y) {
-        const double start = (double(box.ix) - cx) * c + (double(box.iy + y) - cy) * s + cd - double(t0);
         double* out_row = acc.data() + (y - item.y0) * box.n.nx;
+        const double ry = double(box.iy + y) - cy;
+        if (fan) {  // fan_point's u and U, stepped along the row
+          const double along0 = D - ((double(box.ix) - cx) * c + ry * s), across0 = -(double(box.ix) - cx) * s + ry * c;
+          for (i64 x = 0; x < box.n.nx; ++x) {
+            const double along = along0 - double(x) * c, across = across0 - double(x) * s;
+            const double t = across * D / along + cd - double(t0), inverse_U = D / along;
+            const i64 k = std::clamp<i64>(i64(t), 0, last);
+            const double w = std::clamp(t - double(k), 0.0, 1.0);
+            out_row[x] += (row[std::size_t(k)] + w * step[std::size_t(k)]) * inverse_U * inverse_U;
+          }
+          continue;
+        }
+        const double start = (double(box.ix) - cx) * c + ry * s + cd - double(t0);
         for (i64 x = 0; x < box.n.nx; ++x) {
           const double t = start + double(x) * c;
           const i64 k = std::clamp<i64>(i64(t), 0, last);
@@ -249,7 +319,7 @@ void back_project(const ScanMap& map, const Coarse& coarse, const std::vector<fl
     }
     for (i64 y = item.y0; y < item.y1; ++y)
       for (i64 x = 0; x < box.n.nx; ++x) {
-        out.view()(box.x0 + x, box.y0 + y, box.z0 + item.z) = float(acc[std::size_t((y - item.y0) * box.n.nx + x)] / views);
+        out.view()(box.x0 + x, box.y0 + y, box.z0 + item.z) = float(acc[std::size_t((y - item.y0) * box.n.nx + x)] / turn);
       }
   });
 }
@@ -313,64 +383,104 @@ std::optional<ScanMap> scan_map(const ImageReads& image, const Sample& s, const 
     for (double& v : p) v /= largest;
 
   // Each tile's log pseudo-residual sigma (flat part) against the map's log noise level there:
-  // half the log of the mean of exp(P p) over the rays through 3 x 3 points of its middle slice
-  // (every other view of the map).
+  // half the log of the mean over the views of each view's weight times exp(P p), over the rays
+  // through 3 x 3 points of its middle slice (parallel beam: every other view of the map; fan
+  // beam: every 4 degrees of a turn).
   const double cx = (double(d.nx) - 1) / 2, cy = (double(d.ny) - 1) / 2;
+  const auto block_of = [&](i64 x, i64 y) { return std::size_t((y / s.block) * s.blocks_per_row + x / s.block); };
   std::vector<double> logs, intensities;
-  std::vector<std::vector<double>> rays;
+  std::vector<const Sample::Tile*> used;
   for (const Sample::Tile& t : s.tiles) {
     if (!(t.flat_residual_sigma > 0) || !std::isfinite(t.flat_median)) continue;
-    const auto block_of = [&](i64 x, i64 y) { return std::size_t((y / s.block) * s.blocks_per_row + x / s.block); };
     const std::size_t slice = map.slice_of_block[block_of(t.x0, t.y0)];
     logs.push_back(std::log(t.flat_residual_sigma));
     intensities.push_back(std::log(std::max(0.1, (t.flat_median - airs[slice]) / bodies[slice])));
-    std::vector<double>& r = rays.emplace_back();
-    for (int j = 0; j < 3; ++j)
-      for (int i = 0; i < 3; ++i) {
-        const i64 x = t.x0 + (2 * i + 1) * t.size.nx / 6, y = t.y0 + (2 * j + 1) * t.size.ny / 6;
-        const auto at = s.origin_of(x, y, t.z0 + t.size.nz / 2);
-        for (i64 view = 0; view < kMapViews; view += 2) {
-          const double theta = M_PI * double(view) / kMapViews;
-          r.push_back(relative_integral(map.integrals[map.slice_of_block[block_of(x, y)]], coarse, view,
-                                        (at[0] - cx) * std::cos(theta) + (at[1] - cy) * std::sin(theta)));
-        }
-      }
+    used.push_back(&t);
   }
   if (logs.size() < kLeastTiles) return std::nullopt;
   const double mean_log = std::accumulate(logs.begin(), logs.end(), 0.0) / double(logs.size());
   double total = 0;
   for (double l : logs) total += (l - mean_log) * (l - mean_log);
   if (!(total > 0)) return std::nullopt;
+  // Per tile, its rays' (log weight, p) for a source at distance D (infinite: parallel beam).
+  using Rays = std::vector<std::vector<std::array<double, 2>>>;
+  auto rays_for = [&](double D) {
+    Rays rays(used.size());
+    cpu::for_each_piece(i64(used.size()), 1, 0, [&](i64 index, i64, i64) {
+      const Sample::Tile& t = *used[std::size_t(index)];
+      auto& r = rays[std::size_t(index)];
+      for (int j = 0; j < 3; ++j)
+        for (int i = 0; i < 3; ++i) {
+          const i64 x = t.x0 + (2 * i + 1) * t.size.nx / 6, y = t.y0 + (2 * j + 1) * t.size.ny / 6;
+          const auto at = s.origin_of(x, y, t.z0 + t.size.nz / 2);
+          const std::vector<double>& p = map.integrals[map.slice_of_block[block_of(x, y)]];
+          const double px = at[0] - cx, py = at[1] - cy;
+          if (!std::isfinite(D)) {
+            for (i64 view = 0; view < kMapViews; view += 2) {
+              const double theta = M_PI * double(view) / kMapViews;
+              r.push_back({0.0, relative_integral(p, coarse, view, px * std::cos(theta) + py * std::sin(theta))});
+            }
+            continue;
+          }
+          for (int view = 0; view < kFitFanViews; ++view) {
+            const double beta = 2 * M_PI * view / kFitFanViews, c = std::cos(beta), sn = std::sin(beta);
+            const FanPoint f = fan_point(px, py, c, sn, D);
+            const Line line = line_through(D * c, D * sn, px, py);
+            r.push_back({2 * std::log(f.cos_gamma) - 4 * std::log(f.U), relative_integral(p, coarse, line.view, line.offset)});
+          }
+        }
+    });
+    return rays;
+  };
   // Each tile's log level less the map's at attenuation P.
-  auto gaps = [&](double P) {
+  auto gaps = [&](const Rays& rays, double P) {
     std::vector<double> gap(logs.size());
     for (std::size_t t = 0; t < logs.size(); ++t) {
       double sum = 0;
-      for (double p : rays[t]) sum += std::exp(P * p);
+      for (const auto& [log_weight, p] : rays[t]) sum += std::exp(log_weight + P * p);
       gap[t] = logs[t] - 0.5 * std::log(sum / double(rays[t].size()));
     }
     return gap;
   };
   // The residual variance after the best offset, at attenuation P.
-  auto residual = [&](double P) {
-    const std::vector<double> gap = gaps(P);
+  auto residual = [&](const Rays& rays, double P) {
+    const std::vector<double> gap = gaps(rays, P);
     const double mean = std::accumulate(gap.begin(), gap.end(), 0.0) / double(gap.size());
     double r = 0;
     for (double g : gap) r += (g - mean) * (g - mean);
     return r;
   };
-  // P on steps of 2^(1/4) from 1/4 to 32, then a parabola in log P through the best and its neighbours.
-  std::vector<double> ks, rs;
-  for (int k = -8; k <= 20; ++k) ks.push_back(k / 4.0), rs.push_back(residual(std::exp2(k / 4.0)));
-  const std::size_t best = std::size_t(std::min_element(rs.begin(), rs.end()) - rs.begin());
-  double k_best = ks[best], r_best = rs[best];
-  if (best > 0 && best + 1 < ks.size()) {
-    const double curvature = rs[best - 1] - 2 * rs[best] + rs[best + 1];
-    if (curvature > 0) {
-      const double k = ks[best] + 0.25 * 0.5 * (rs[best - 1] - rs[best + 1]) / curvature;
-      const double r = residual(std::exp2(k));
-      if (r < r_best) k_best = k, r_best = r;
+  // P on steps of 2^(1/4) from 1/4 to 32, then a parabola in log P through the best and its
+  // neighbours: (log2 P, residual).
+  auto fit_attenuation = [&](const Rays& rays) {
+    std::vector<double> ks, rs;
+    for (int k = -8; k <= 20; ++k) ks.push_back(k / 4.0), rs.push_back(residual(rays, std::exp2(k / 4.0)));
+    const std::size_t best = std::size_t(std::min_element(rs.begin(), rs.end()) - rs.begin());
+    double k_best = ks[best], r_best = rs[best];
+    if (best > 0 && best + 1 < ks.size()) {
+      const double curvature = rs[best - 1] - 2 * rs[best] + rs[best + 1];
+      if (curvature > 0) {
+        const double k = ks[best] + 0.25 * 0.5 * (rs[best - 1] - rs[best + 1]) / curvature;
+        const double r = residual(rays, std::exp2(k));
+        if (r < r_best) k_best = k, r_best = r;
+      }
     }
+    return std::array<double, 2>{k_best, r_best};
+  };
+  // The beam: parallel, unless a fan's source at one of kFanSources half-diagonals from the
+  // centre explains the levels clearly better (its residual under kLeastFanGain of the parallel
+  // beam's: a distant source's fan is nearly parallel, and chance should not pick it).
+  Rays rays = rays_for(std::numeric_limits<double>::infinity());
+  auto [k_best, r_best] = fit_attenuation(rays);
+  const double half_diagonal = std::hypot(double(d.nx), double(d.ny)) / 2;
+  double fan_least = std::numeric_limits<double>::infinity(), fan_source = 0, fan_k = 0;
+  for (double f : kFanSources) {
+    const auto [k, r] = fit_attenuation(rays_for(f * half_diagonal));
+    if (r < fan_least) fan_least = r, fan_source = f * half_diagonal, fan_k = k;
+  }
+  if (fan_least < kLeastFanGain * r_best) {
+    map.source = fan_source, k_best = fan_k, r_best = fan_least;
+    rays = rays_for(fan_source);
   }
   map.attenuation = std::exp2(k_best);
   map.fit = std::max(0.0, 1 - r_best / total);
@@ -392,14 +502,14 @@ std::optional<ScanMap> scan_map(const ImageReads& image, const Sample& s, const 
   };
   const double intensity_residual = after_intensity(logs);
   double least = intensity_residual;
-  for (double k = -2; k <= 5; k += 0.125) least = std::min(least, after_intensity(gaps(std::exp2(k))));
+  for (double k = -2; k <= 5; k += 0.125) least = std::min(least, after_intensity(gaps(rays, std::exp2(k))));
   map.fit_beyond_intensity = intensity_residual > 0 ? std::max(0.0, 1 - least / intensity_residual) : 0.0;
   return map;
 }
 
 void refine_attenuation(ScanMap& map, const Sample& s, const NoiseModel& noise, std::uint64_t seed) {
   const Coarse coarse = coarse_of(map.nx, map.ny);
-  const i64 pool_length = full_bins(map.nx, map.ny) + kPoolSlack;
+  const i64 pool_length = detector_bins(map) + kPoolSlack;
   const std::vector<float> pool = filtered_rows("ramp", kPoolRows, pool_length, seed + 5);
   const std::vector<Box> boxes = sample_boxes(s, map);
   const std::vector<float> padding = std::isnan(noise.excluded_value) ? std::vector<float>{}
@@ -454,7 +564,7 @@ void refine_attenuation(ScanMap& map, const Sample& s, const NoiseModel& noise, 
 
 ScanProbe scan_probe(const Sample& s, const NoiseModel& noise, const ScanMap& map, std::uint64_t seed) {
   const Coarse coarse = coarse_of(map.nx, map.ny);
-  const i64 pool_length = full_bins(map.nx, map.ny) + kPoolSlack;
+  const i64 pool_length = detector_bins(map) + kPoolSlack;
   ScanProbe probe;
   // The window: the map's middle slice made whole with each; the one whose model's correlations
   // at kWindowLags are nearest the image's model's.

@@ -9,11 +9,13 @@
 // makes, the probe is made the same way: the image read as attenuation (its air 0), projected,
 // unit noise on each ray scaled by exp(P p / 2) (P fitted to the tiles' levels, p relative to the
 // image's longest ray), filtered with the FBP filter whose texture is nearest the image's, and
-// back-projected at the sample's voxels.
+// back-projected at the sample's voxels. The rays are those of a parallel beam or of a fan from a
+// source at a fitted distance (a full turn, each view's noise weighted as fan-beam FBP weighs it).
 #pragma once
 
 #include "core/auto_sample.hpp"
 
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -26,6 +28,9 @@ struct ScanMap {
   std::vector<std::size_t> slice_of_block;     // per block of the sample: the slice whose rays it takes
   std::int64_t nx = 0, ny = 0;                 // the image's slice
   double attenuation = 0;  // P: the longest ray's attenuation, fitted
+  // The fan's source's distance from the centre of rotation in pixels, fitted; infinite: a
+  // parallel beam.
+  double source = std::numeric_limits<double>::infinity();
   double fit = 0;          // the share of the variance of the tiles' log levels that the map explains
   double fit_beyond_intensity = 0;  // the share of what the intensities leave that the map explains
 };
