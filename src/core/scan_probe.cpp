@@ -476,6 +476,7 @@ std::optional<ScanMap> scan_map(const ImageReads& image, const Sample& s, const 
   double fan_least = std::numeric_limits<double>::infinity(), fan_source = 0, fan_k = 0;
   for (double f : kFanSources) {
     const auto [k, r] = fit_attenuation(rays_for(f * half_diagonal));
+    map.fans.push_back({f * half_diagonal, std::exp2(k)});
     if (r < fan_least) fan_least = r, fan_source = f * half_diagonal, fan_k = k;
   }
   if (fan_least < kLeastFanGain * r_best) {
@@ -517,10 +518,9 @@ void refine_attenuation(ScanMap& map, const Sample& s, const NoiseModel& noise, 
   std::vector<std::size_t> used;
   for (std::size_t t = 0; t < s.tiles.size(); ++t)
     if (s.tiles[t].flat_residual_sigma > 0) used.push_back(t);
-  const double fitted = map.attenuation;
   // The residual variance of the tiles' log levels, image less probe, after the best offset.
-  auto residual = [&](double k) {
-    map.attenuation = fitted * std::exp2(k);
+  auto residual = [&](double P) {
+    map.attenuation = P;
     Volume probe(s.image.dims());
     back_project(map, coarse, pool, pool_length, {1.0}, kFitViews, seed + 6, boxes, probe);
     for (i64 i = 0; i < probe.size(); ++i)
@@ -540,26 +540,45 @@ void refine_attenuation(ScanMap& map, const Sample& s, const NoiseModel& noise, 
       if (std::isfinite(g)) sum += g, sum2 += g * g, n += 1;
     return n > 1 ? sum2 / n - (sum / n) * (sum / n) : std::numeric_limits<double>::infinity();
   };
-  // Steps of 2^(1/4) from the fitted value, walking towards the least residual while it sits at an
-  // end (within 2^-1 to 2^1), then eighths around the best and a parabola in log P.
-  std::map<double, double> r;
-  for (double k : {-0.25, 0.0, 0.25}) r[k] = residual(k);
-  auto least = [&] { return std::min_element(r.begin(), r.end(), [](auto& a, auto& b) { return a.second < b.second; })->first; };
-  double best = least();
-  while ((best == r.begin()->first && best > -1) || (best == r.rbegin()->first && best < 1)) {
-    const double k = best == r.begin()->first ? best - 0.25 : best + 0.25;
-    r[k] = residual(k);
-    best = least();
+  // P from `fitted`: steps of 2^(1/4), walking towards the least residual while it sits at an end
+  // (within 2^-1 to 2^1), then eighths around the best and a parabola in log P. Returns P and the
+  // least residual seen.
+  auto refit = [&](double fitted) {
+    std::map<double, double> r;
+    for (double k : {-0.25, 0.0, 0.25}) r[k] = residual(fitted * std::exp2(k));
+    auto least = [&] { return std::min_element(r.begin(), r.end(), [](auto& a, auto& b) { return a.second < b.second; })->first; };
+    double best = least();
+    while ((best == r.begin()->first && best > -1) || (best == r.rbegin()->first && best < 1)) {
+      const double k = best == r.begin()->first ? best - 0.25 : best + 0.25;
+      r[k] = residual(fitted * std::exp2(k));
+      best = least();
+    }
+    for (double k : {best - 0.125, best + 0.125}) r[k] = residual(fitted * std::exp2(k));
+    const auto at = r.find(best);
+    double k_best = best;
+    if (at != r.begin() && std::next(at) != r.end()) {
+      const auto lo = std::prev(at), hi = std::next(at);
+      const double curvature = lo->second - 2 * at->second + hi->second;
+      if (curvature > 0) k_best = std::clamp(best + 0.125 * 0.5 * (lo->second - hi->second) / curvature, lo->first, hi->first);
+    }
+    return std::array<double, 2>{fitted * std::exp2(k_best), at->second};
+  };
+  if (!std::isfinite(map.source)) {
+    map.attenuation = refit(map.attenuation)[0];
+    return;
   }
-  for (double k : {best - 0.125, best + 0.125}) r[k] = residual(k);
-  const auto at = r.find(best);
-  double k_best = best;
-  if (at != r.begin() && std::next(at) != r.end()) {
-    const auto lo = std::prev(at), hi = std::next(at);
-    const double curvature = lo->second - 2 * at->second + hi->second;
-    if (curvature > 0) k_best = best + 0.125 * 0.5 * (lo->second - hi->second) / curvature;
+  // A fan: from the fitted source outwards while the refitted residual falls, each from the
+  // nearer one's refitted P (the variance's fit of P goes wrong as its source does; the pool
+  // covers the nearest source's detector, the widest).
+  double source = map.source, attenuation = 0, least = std::numeric_limits<double>::infinity();
+  for (const auto& [D, P] : map.fans) {
+    if (D < source) continue;
+    map.source = D;
+    const auto [refitted, r] = refit(attenuation > 0 ? attenuation : P);
+    if (!(r < least)) break;
+    least = r, attenuation = refitted, source = D;
   }
-  map.attenuation = fitted * std::exp2(k_best);
+  map.source = source, map.attenuation = attenuation;
 }
 
 ScanProbe scan_probe(const Sample& s, const NoiseModel& noise, const ScanMap& map, std::uint64_t seed) {

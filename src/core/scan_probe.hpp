@@ -15,6 +15,7 @@
 
 #include "core/auto_sample.hpp"
 
+#include <array>
 #include <limits>
 #include <optional>
 #include <string>
@@ -31,6 +32,8 @@ struct ScanMap {
   // The fan's source's distance from the centre of rotation in pixels, fitted; infinite: a
   // parallel beam.
   double source = std::numeric_limits<double>::infinity();
+  // The fans tried and the attenuation fitted with each: (source, P).
+  std::vector<std::array<double, 2>> fans;
   double fit = 0;          // the share of the variance of the tiles' log levels that the map explains
   double fit_beyond_intensity = 0;  // the share of what the intensities leave that the map explains
 };
@@ -48,7 +51,10 @@ void assign_slices(ScanMap& map, const Sample& s);
 // made with the map alike (flat parts' pseudo-residual sigma), differ least (beyond one factor):
 // the fit to the map's own variance under-read P by 18 % on a real abdomen's simulated scan (8.5
 // for a physical 10.4; the estimator's reading of the streaks' texture and the flat parts' lean
-// cancel when both sides are read alike).
+// cancel when both sides are read alike). A fan's source is refitted so too, walking outwards
+// over the fans tried while the difference falls: the variance's fit puts it too near (the finer
+// texture at the fan's near edge raises the pseudo-residual sigma there beyond the variance;
+// 1.4 half-diagonals for a true 2.2 with Hann's filter).
 void refine_attenuation(ScanMap& map, const Sample& s, const NoiseModel& noise, std::uint64_t seed);
 
 // Noise over the sample made by the map (0 off the sample's mask; of arbitrary scale) and the FBP
