@@ -39,8 +39,9 @@ struct ScanMap {
 };
 
 // The map where the image is a whole body in air, in HU (each projected slice's border ring at
-// least 90 % air or padding, its air under -500 HU and its body 500 HU or more above it), and the
-// sample has enough tiles to fit it; else nullopt.
+// least 90 % air or padding, its air under -500 HU and its body 500 HU or more above it), the
+// sample has enough tiles to fit it, and their levels spread (a standard deviation of their logs
+// of 0.05 or more); else nullopt.
 std::optional<ScanMap> scan_map(const ImageReads& image, const Sample& s, const NoiseModel& noise);
 
 // The map's slices for the blocks of another sample of the same image: each block takes the

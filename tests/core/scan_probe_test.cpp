@@ -192,7 +192,8 @@ TEST(ScanProbe, StationaryNoiseOnAWholeBodyFollowsNoMap) {
   for (i64 i = 0; i < noisy.size(); ++i)
     if (clean.data()[i] >= -1024) noisy.data()[i] += float(normal(rng));
   const ctd::AutoChoice h = ctd::auto_nlm_h(noisy.view(), ctd::NlmParams{});
-  EXPECT_LT(h.scan_fit, 0.5);
+  // Its tiles' levels spread too little for any map to be told from their scatter: none is made.
+  EXPECT_TRUE(std::isnan(h.scan_fit)) << h.scan_fit;
   EXPECT_EQ(h.noise_over_image, "one level");
 }
 
