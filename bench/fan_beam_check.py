@@ -117,8 +117,7 @@ def simulate(clean_hu, pixel_mm, views, window, photons, rng, bowtie=0.0):
 
 def main():
     import ctdenoise as ctd
-    from phantom_check import SETTINGS_2D, abdomen, quality, shepp_logan, within_goal
-    from white_noise_check import best_of_sweep
+    from phantom_check import SETTINGS_2D, abdomen, judge, quality, shepp_logan
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("phantom", choices=["abdomen 384", "abdomen 512", "Shepp-Logan 256"])
     parser.add_argument("--json", help="write every case here")
@@ -137,14 +136,11 @@ def main():
             noisy_q = quality(noisy, reference)
             for setting, kind, kw in settings:
                 f = ctd.nlm if kind == "nlm" else ctd.bilateral
-                out, info = f(noisy, device="cpu", return_info=True, **kw)
-                auto = info["auto"]
-                auto_q = quality(out, reference)
-                best = best_of_sweep(lambda v: quality(f(noisy, v, device="cpu", **kw), reference), auto["value"])
+                auto, auto_q, best, within = judge(f, noisy, reference, kw, "cpu", noisy_q)
                 case = dict(phantom=args.phantom, window=window, bowtie=bowtie, photons=photons, setting=setting,
                             auto_value=auto["value"], auto=auto_q, best_value=best[0], best=best[1:], noisy=noisy_q,
-                            within=within_goal(auto_q, best[1:], noisy_q), noise_over_image=auto["noise_over_image"],
-                            scan_fit=auto["scan_fit"], scan_source=auto["scan_source"])
+                            within=within, noise_over_image=auto["noise_over_image"], scan_fit=auto["scan_fit"],
+                            scan_source=auto["scan_source"])
                 cases.append(case)
                 print(f"{args.phantom} | fan {window} bowtie {bowtie} I0 {photons:.2g} | {setting}: auto {auto['value']:.1f} "
                       f"({auto_q[0]:.2f}/{auto_q[1]:.4f}) best {best[0]:.1f} ({best[1]:.2f}/{best[2]:.4f}) "

@@ -172,6 +172,17 @@ def within_goal(value_q, best_q, noisy_q):
                 and value_q[0] >= noisy_q[0] and value_q[1] >= noisy_q[1])
 
 
+def judge(f, noisy, reference, kw, device, noisy_q, best=None):
+    """Filter f's automatic value on `noisy` against `reference`: (the report's "auto", the
+    output's quality, the best of a sweep as (value, PSNR, SSIM) unless `best` is given, whether
+    within the goal)."""
+    out, info = f(noisy, device=device, return_info=True, **kw)
+    auto_q = quality(out, reference)
+    if best is None:
+        best = best_of_sweep(lambda v: quality(f(noisy, v, device=device, **kw), reference), info["auto"]["value"])
+    return info["auto"], auto_q, best, within_goal(auto_q, best[1:], noisy_q)
+
+
 def noisy_versions(index, clean, textures, scans, pixel_mm):
     """(label, noisy image, reference) for each texture at 30 and 60 HU (the reference: the
     phantom), then for each simulated scan at each dose (the reference: the same scan without
@@ -221,19 +232,14 @@ def main():
             noisy_q = quality(noisy, reference)
             for setting, which, kw in settings:
                 f = ctd.nlm if which == "nlm" else ctd.bilateral
-                out, info = f(noisy, device=args.device, return_info=True, **kw)
-                auto = info["auto"]["value"]
-                auto_q = quality(out, reference)
-                if swept:
-                    earlier = swept[(name, label, setting)]
-                    best = [earlier["best_value"], *earlier["best"]]
-                else:
-                    best = best_of_sweep(lambda v: quality(f(noisy, v, device=args.device, **kw), reference), auto)
+                earlier = swept.get((name, label, setting))
+                report, auto_q, best, within = judge(f, noisy, reference, kw, args.device, noisy_q,
+                                                     [earlier["best_value"], *earlier["best"]] if earlier else None)
+                auto = report["value"]
                 case = {"device": where, "date": time.strftime("%Y-%m-%d"), "phantom": name, "noise": label, "setting": setting, "model_sigma": model.sigma,
                         "noise_std": float(np.std(noisy - reference)), "noisy": noisy_q, "auto_value": auto,
                         "auto": auto_q, "best_value": best[0], "best": best[1:],
-                        "noise_over_image": info["auto"]["noise_over_image"]}
-                case["within"] = within_goal(auto_q, best[1:], noisy_q)
+                        "noise_over_image": report["noise_over_image"], "within": within}
                 cases.append(case)
                 print(f"{name} | {label} | {setting}: noise {case['noise_std']:.1f}, model {model.sigma:.1f}, "
                       f"auto {auto:.1f} {auto_q[0]:.2f}/{auto_q[1]:.4f}, best {best[0]:.1f} {best[1]:.2f}/{best[2]:.4f} "
