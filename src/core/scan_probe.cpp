@@ -23,8 +23,11 @@ constexpr i64 kMapWidth = 192;          // slices are projected at most about th
 constexpr std::size_t kMapSlices = 16;  // slices projected, at most (3D: spread over the sample's blocks)
 constexpr double kLeastAirBorder = 0.9;
 // Air and the body in HU: air under -500 and the body's 90th percentile 500 or more above it (a
-// crop inside a body, whose lowest values are fat, or an image in other units gets no map).
-constexpr double kMostAir = -500, kLeastBody = 500;
+// crop inside a body, whose lowest values are fat, gets no map). Or in units of attenuation
+// (1 / mm or 1 / cm, as an iterative reconstruction holds them, or HU + 1024 as stored): the
+// border ring's air (its median, on 4 x 4 means) within kMostAirShare of the body's attenuation
+// from 0.
+constexpr double kMostAir = -500, kLeastBody = 500, kMostAirShare = 0.1;
 constexpr std::size_t kLeastTiles = 8;
 // The least spread (standard deviation) of the tiles' log noise levels for a map to be looked for:
 // stationary noise spreads 0.02 (a 512 x 512 x 548 volume with white noise), scans 0.2-0.4.
@@ -61,7 +64,8 @@ i64 full_bins(i64 nx, i64 ny) { return (i64(std::ceil(std::hypot(double(nx), dou
 // The slice's attenuation: its values less its air (the 5th percentile of its usable values),
 // padding and NaN 0; nullopt where it is not a body in air: less than kLeastAirBorder of its
 // border ring air or padding (air: under a quarter of the attenuation's 90th percentile), as in a
-// crop of a body, or air and body not in HU (kMostAir, kLeastBody).
+// crop of a body, or air and body neither in HU nor in units of attenuation (kMostAir,
+// kLeastBody, kMostAirShare).
 struct Attenuation {
   std::vector<double> values;
   double air, body;  // the slice's air, and the 90th percentile of its attenuation
@@ -79,13 +83,14 @@ std::optional<Attenuation> attenuation_of(const Volume& slice, float padding) {
     if (usable(slice.data()[i])) a[std::size_t(i)] = std::max(0.0, double(slice.data()[i]) - air);
   for (double& v : values) v = std::max(0.0, v - air);
   const double body = quantile(values, 0.9);
-  if (!(air <= kMostAir && body >= kLeastBody)) return std::nullopt;
+  if (!(body > 0)) return std::nullopt;
   // The ring's air judged on means of 4 x 4 voxels, so that strong noise in the air (a very
   // low dose) does not make it look like tissue.
   constexpr i64 k = 4;
   const i64 bx = (d.nx + k - 1) / k, by = (d.ny + k - 1) / k;
   const i64 ring = std::max<i64>(1, std::min(bx, by) / 64);
   i64 border = 0, airy = 0;
+  std::vector<double> ring_means;
   for (i64 j = 0; j < by; ++j)
     for (i64 i = 0; i < bx; ++i) {
       if (i >= ring && j >= ring && i < bx - ring && j < by - ring) continue;
@@ -95,8 +100,12 @@ std::optional<Attenuation> attenuation_of(const Volume& slice, float padding) {
         for (i64 x = i * k; x < std::min(d.nx, (i + 1) * k); ++x) sum += a[std::size_t(y * d.nx + x)], ++n;
       ++border;
       airy += sum < 0.25 * body * double(n);
+      ring_means.push_back(sum / double(n));
     }
   if (double(airy) < kLeastAirBorder * double(border)) return std::nullopt;
+  const bool hu = air <= kMostAir && body >= kLeastBody;
+  const bool attenuation_units = std::abs(air + quantile(ring_means, 0.5)) <= kMostAirShare * body;
+  if (!(hu || attenuation_units)) return std::nullopt;
   return Attenuation{std::move(a), air, body};
 }
 

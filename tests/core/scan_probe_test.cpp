@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -155,6 +156,23 @@ TEST(ScanProbe, AFanBeamsNoiseIsMadeWithAFan) {
   EXPECT_GT(h.scan_fit, 0.6);
   const double auto_psnr = ctd::psnr(reference.view(), filtered(noisy, params, h.value).view(), 2000);
   EXPECT_GT(auto_psnr, best_psnr(reference, h.value, [&](double v) { return filtered(noisy, params, v); }) - 0.5) << "h " << h.value;
+}
+
+TEST(ScanProbe, AttenuationUnitsAreReadAsHu) {
+  // The same scan as attenuation per mm (as an iterative reconstruction holds it) and as stored
+  // (HU + 1024): the same noise seen, and h scaled with the units.
+  const Scan s = scan({224, 200, 1}, 2e4, ctd::FbpWindow::Ramp);
+  ctd::NlmParams params;
+  params.search_radius = 5;
+  const ctd::AutoChoice hu = ctd::auto_nlm_h(s.noisy.view(), params);
+  ASSERT_EQ(hu.noise_over_image, "scan-like (ramp filter)");
+  for (const auto& [gain, offset] : {std::array<double, 2>{0.0193 / 1000, 0.0193}, std::array<double, 2>{1.0, 1024.0}}) {
+    ctd::Volume other = s.noisy;
+    for (i64 i = 0; i < other.size(); ++i) other.data()[i] = float(gain * s.noisy.data()[i] + offset);
+    const ctd::AutoChoice h = ctd::auto_nlm_h(other.view(), params);
+    EXPECT_EQ(h.noise_over_image, hu.noise_over_image) << "gain " << gain;
+    EXPECT_NEAR(h.value / gain, hu.value, 0.05 * hu.value) << "gain " << gain;
+  }
 }
 
 TEST(ScanProbe, NoiseThatFollowsTheIntensityIsNotTakenForAScans) {
