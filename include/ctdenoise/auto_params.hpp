@@ -50,8 +50,9 @@ struct AutoChoice {
   // How the image's noise compares with a scanner's (docs/parameters.md, "Scan-like noise"):
   // scan_fit, the share of the variance of the tiles' log noise levels that the map of the image's
   // own rays explains; scan_fit_beyond_intensity, the share of what each tile's own intensity
-  // leaves that the map explains (both 0..1; NaN where the image is not a whole body in air in
-  // HU, e.g. a crop, or where its tiles' noise levels hardly vary); scan_texture_distance, how far the nearest FBP filter's noise texture is
+  // leaves that the map explains (both 0..1; NaN where the image is not a whole body in air, in
+  // HU or units of attenuation, e.g. a crop, or where its tiles' noise levels hardly vary);
+  // scan_texture_distance, how far the nearest FBP filter's noise texture is
   // from the model's (NaN where not looked at). Where the map explains enough, beyond the
   // intensities, and an FBP filter's texture is near the model's, the risk's noise is made as a
   // scanner makes it: noise_over_image "scan-like (<FBP window> filter)", or "scan-like (<FBP

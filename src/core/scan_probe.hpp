@@ -38,8 +38,9 @@ struct ScanMap {
   double fit_beyond_intensity = 0;  // the share of what the intensities leave that the map explains
 };
 
-// The map where the image is a whole body in air, in HU (each projected slice's border ring at
-// least 90 % air or padding, its air under -500 HU and its body 500 HU or more above it), the
+// The map where the image is a whole body in air (each projected slice's border ring at least 90 %
+// air or padding; in HU, its air under -500 and its body 500 or more above it, or in units of
+// attenuation, the ring's air within 10 % of the body's attenuation from 0), the
 // sample has enough tiles to fit it, and their levels spread (a standard deviation of their logs
 // of 0.05 or more); else nullopt.
 std::optional<ScanMap> scan_map(const ImageReads& image, const Sample& s, const NoiseModel& noise);
