@@ -121,7 +121,16 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("phantom", choices=["abdomen 384", "abdomen 512", "Shepp-Logan 256"])
     parser.add_argument("--json", help="write every case here")
+    parser.add_argument("--sweeps", metavar="FILE",
+                        help="sweep only the cases missing from this --json file of an earlier run (a list of cases, "
+                             "or an object with them in 'cases_detail'): take their best and noisy input from it "
+                             "(the scans are seeded: the same images)")
     args = parser.parse_args()
+    recorded = {}
+    if args.sweeps:
+        loaded = json.loads(pathlib.Path(args.sweeps).read_text())
+        for c in loaded["cases_detail"] if isinstance(loaded, dict) else loaded:
+            recorded[(c["phantom"], c["window"], c["bowtie"], c["photons"], c["setting"])] = c
     phantoms = {"abdomen 384": (lambda: abdomen((384, 384), 1), 0.9), "abdomen 512": (lambda: abdomen((512, 512), 2), 0.7),
                 "Shepp-Logan 256": (lambda: shepp_logan(256), 0.9)}
     make, px = phantoms[args.phantom]
@@ -136,7 +145,9 @@ def main():
             noisy_q = quality(noisy, reference)
             for setting, kind, kw in settings:
                 f = ctd.nlm if kind == "nlm" else ctd.bilateral
-                auto, auto_q, best, within = judge(f, noisy, reference, kw, "cpu", noisy_q)
+                old = recorded.get((args.phantom, window, bowtie, photons, setting))
+                best = (old["best_value"], *old["best"]) if old else None
+                auto, auto_q, best, within = judge(f, noisy, reference, kw, "cpu", noisy_q, best)
                 case = dict(phantom=args.phantom, window=window, bowtie=bowtie, photons=photons, setting=setting,
                             auto_value=auto["value"], auto=auto_q, best_value=best[0], best=best[1:], noisy=noisy_q,
                             within=within, noise_over_image=auto["noise_over_image"], scan_fit=auto["scan_fit"],

@@ -38,11 +38,14 @@ constexpr double kLeastScanFit = 0.5;
 constexpr double kLeastScanFitBeyondIntensity = 0.3;  // ... and of what each tile's own intensity leaves
 constexpr double kMostScanTextureDistance = 0.05;  // the nearest FBP filter's texture, at most this far (FBP noise: 0.002-0.014)
 
-// Scales the scan-like probe so that the tiles' flat parts read its pseudo-residual sigma as the
-// image's, in the median (read alike, so that the estimator's bias on correlated noise cancels,
-// and in the flat parts, where fine anatomy adds least: the sigma of the whole sample, lungs'
-// vessels included, over-smoothed a chest by 1.4 x), and sets the sample's level to the probe's
-// root mean square.
+// Scales the scan-like probe so that the tiles' flat parts read the image's noise level in it, in
+// the median (read alike, so that the estimator's bias on correlated noise cancels, and in the
+// flat parts, where fine anatomy adds least: the sigma of the whole sample, lungs' vessels
+// included, over-smoothed a chest by 1.4 x), and sets the sample's level to the probe's root mean
+// square. The level is read as second differences two voxels apart, which see the noise's
+// variance nearly whatever its texture: read with the pseudo-residual sigma, a probe a little
+// finer than the image's noise (a fan's source fitted too near, or Hamming's window for Hann's)
+// took 0.8 x the variance and under-smoothed NLM by up to 2 dB (docs/parameters.md).
 void scale_to_image(Volume& b, Sample& s, const NoiseModel& noise) {
   const std::vector<float> padding = std::isnan(noise.excluded_value) ? std::vector<float>{}
                                                                        : std::vector<float>{float(noise.excluded_value)};
@@ -50,15 +53,18 @@ void scale_to_image(Volume& b, Sample& s, const NoiseModel& noise) {
   cpu::for_each_piece(i64(s.tiles.size()), 1, 0, [&](i64 index, i64, i64) {
     const Sample::Tile& t = s.tiles[std::size_t(index)];
     if (!(t.flat_residual_sigma > 0)) return;
-    Volume tile(t.size);
+    Volume image_tile(t.size), probe_tile(t.size);
     for (i64 z = 0; z < t.size.nz; ++z)
       for (i64 y = 0; y < t.size.ny; ++y)
         for (i64 x = 0; x < t.size.nx; ++x) {
           const i64 i = b.view().index(t.x0 + x, t.y0 + y, t.z0 + z);
-          tile.view()(x, y, z) = s.mask[std::size_t(i)] ? b.data()[i] : std::numeric_limits<float>::quiet_NaN();
+          const bool usable = s.mask[std::size_t(i)];
+          image_tile.view()(x, y, z) = usable ? s.image.data()[i] : std::numeric_limits<float>::quiet_NaN();
+          probe_tile.view()(x, y, z) = usable ? b.data()[i] : std::numeric_limits<float>::quiet_NaN();
         }
-    const double sigma = detail::flat_residual_sigma(std::move(tile), padding);
-    if (sigma > 0) ratios[std::size_t(index)] = t.flat_residual_sigma / sigma;
+    const double image_sigma = detail::read_flat_part(std::move(image_tile), padding).second_difference_sigma;
+    const double probe_sigma = detail::read_flat_part(std::move(probe_tile), padding).second_difference_sigma;
+    if (image_sigma > 0 && probe_sigma > 0) ratios[std::size_t(index)] = image_sigma / probe_sigma;
   });
   std::erase(ratios, 0.0);
   const double gain = ratios.empty() ? 0.0 : detail::median(ratios);
@@ -106,7 +112,8 @@ AutoChoice choose(const detail::ImageReads& image, const NoiseModel& noise, doub
     }
     Sample& scan_sample = other ? *other : sample;
     detail::refine_attenuation(*map, scan_sample, noise, 0x5EED);
-    probe = detail::scan_probe(scan_sample, noise, *map, 0x5EED);
+    const std::string window = detail::choose_beam(*map, scan_sample, noise, 0x5EED);
+    probe = detail::scan_probe(scan_sample, noise, *map, window, 0x5EED);
     texture_distance = probe->texture_distance;
     if (probe->texture_distance > kMostScanTextureDistance) probe.reset();  // not an FBP filter's texture
     else if (other) sample = std::move(*other);

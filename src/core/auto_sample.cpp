@@ -296,6 +296,33 @@ double flat_residual_sigma(Volume tile, const std::vector<float>& padding) {
   return tile_residual_sigma(tile.view(), padding);
 }
 
+FlatReading read_flat_part(Volume tile, const std::vector<float>& padding) {
+  keep_flat_part(tile, padding);  // padding is NaN from here on
+  FlatReading reading;
+  reading.residual_sigma = tile_residual_sigma(tile.view(), padding);
+  constexpr i64 lag = 2;
+  const Dims n = tile.dims();
+  const auto view = tile.view();
+  std::vector<double> differences;
+  differences.reserve(std::size_t(2 * n.count()));
+  for (i64 z = 0; z < n.nz; ++z)
+    for (i64 y = 0; y < n.ny; ++y)
+      for (i64 x = 0; x < n.nx; ++x) {
+        const double c = 2.0 * view(x, y, z);
+        if (x >= lag && x + lag < n.nx) {
+          const double d = double(view(x - lag, y, z)) - c + view(x + lag, y, z);
+          if (std::isfinite(d)) differences.push_back(d);
+        }
+        if (y >= lag && y + lag < n.ny) {
+          const double d = double(view(x, y - lag, z)) - c + view(x, y + lag, z);
+          if (std::isfinite(d)) differences.push_back(d);
+        }
+      }
+  // As tile_residual_sigma: at least a quarter of the tile's voxels' worth.
+  if (differences.size() * 4 >= std::size_t(n.count())) reading.second_difference_sigma = detail::robust_sigma(std::move(differences));
+  return reading;
+}
+
 // The noise level varies over a reconstruction: highest in the middle of the body, lowest in the
 // air around it (on a whole abdominal slice with FBP noise, 17-25 HU in the air and 40-96 in the
 // body), while the model holds the level of its flattest, often quietest, blocks. Each tile of

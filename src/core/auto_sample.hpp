@@ -84,6 +84,14 @@ void measure_level(Sample& s, const NoiseModel& noise);
 // it).
 double tile_residual_sigma(ConstVolumeView<float> tile, const std::vector<float>& padding);
 double flat_residual_sigma(Volume tile, const std::vector<float>& padding);
+// A tile's flat part read two ways: its pseudo-residual sigma, and the robust sigma of its in-plane
+// second differences two voxels apart, u(p - 2) - 2 u(p) + u(p + 2) along x and y (0 where too few
+// voxels are usable). The second reads the noise's variance nearly whatever its texture; their
+// ratio reads the texture (finer noise: a higher pseudo-residual sigma for the same variance).
+struct FlatReading {
+  double residual_sigma = 0, second_difference_sigma = 0;
+};
+FlatReading read_flat_part(Volume tile, const std::vector<float>& padding);
 
 // auto_nlm_h and auto_bilateral_sigma_range of the image `image` reads (src/core/auto_params.cpp).
 AutoChoice auto_nlm_h(const ImageReads& image, const NlmParams& params, const NoiseModel& noise,

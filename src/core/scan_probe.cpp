@@ -581,43 +581,124 @@ void refine_attenuation(ScanMap& map, const Sample& s, const NoiseModel& noise, 
     }
     return std::array<double, 2>{fitted * std::exp2(k_best), at->second};
   };
-  if (!std::isfinite(map.source)) {
-    map.attenuation = refit(map.attenuation)[0];
-    return;
-  }
-  // A fan: from the fitted source outwards while the refitted residual falls, each from the
-  // nearer one's refitted P (the variance's fit of P goes wrong as its source does; the pool
-  // covers the nearest source's detector, the widest).
-  double source = map.source, attenuation = 0, least = std::numeric_limits<double>::infinity();
-  for (const auto& [D, P] : map.fans) {
-    if (D < source) continue;
-    map.source = D;
-    const auto [refitted, r] = refit(attenuation > 0 ? attenuation : P);
-    if (!(r < least)) break;
-    least = r, attenuation = refitted, source = D;
-  }
-  map.source = source, map.attenuation = attenuation;
+  map.attenuation = refit(map.attenuation)[0];
 }
 
-ScanProbe scan_probe(const Sample& s, const NoiseModel& noise, const ScanMap& map, std::uint64_t seed) {
+namespace {
+
+// The probe's middle slice of each block, and the tiles read there (2D: all of them): the
+// texture is read in-plane, and one slice is enough to tell the beam and the filter.
+struct MiddleSlice {
+  std::vector<Box> boxes;
+  std::vector<std::size_t> tiles;
+  i64 z;
+};
+MiddleSlice middle_slice(const Sample& s, const ScanMap& map) {
+  MiddleSlice m;
+  m.z = s.image.dims().nz / 2;
+  for (Box b : sample_boxes(s, map)) {
+    b.z0 = m.z, b.iz += m.z, b.n.nz = 1;
+    m.boxes.push_back(b);
+  }
+  for (std::size_t t = 0; t < s.tiles.size(); ++t)
+    if (s.tiles[t].z0 <= m.z && m.z < s.tiles[t].z0 + s.tiles[t].size.nz) m.tiles.push_back(t);
+  return m;
+}
+
+// Each of those tiles' texture in `v` (the sample or a probe over it), read in the slice's flat
+// part: log(pseudo-residual sigma / second-difference sigma), NaN where unread.
+std::vector<double> tile_textures(const Volume& v, const Sample& s, const MiddleSlice& m, const std::vector<float>& padding) {
+  std::vector<double> out(m.tiles.size(), std::numeric_limits<double>::quiet_NaN());
+  cpu::for_each_piece(i64(m.tiles.size()), 1, 0, [&](i64 index, i64, i64) {
+    const Sample::Tile& t = s.tiles[m.tiles[std::size_t(index)]];
+    Volume tile(Dims{t.size.nx, t.size.ny, 1});
+    for (i64 y = 0; y < t.size.ny; ++y)
+      for (i64 x = 0; x < t.size.nx; ++x) {
+        const i64 i = v.view().index(t.x0 + x, t.y0 + y, m.z);
+        tile.view()(x, y, 0) = s.mask[std::size_t(i)] ? v.data()[i] : std::numeric_limits<float>::quiet_NaN();
+      }
+    const FlatReading r = read_flat_part(std::move(tile), padding);
+    if (r.residual_sigma > 0 && r.second_difference_sigma > 0) out[std::size_t(index)] = std::log(r.residual_sigma / r.second_difference_sigma);
+  });
+  return out;
+}
+
+}  // namespace
+
+std::string choose_beam(ScanMap& map, const Sample& s, const NoiseModel& noise, std::uint64_t seed) {
+  const std::vector<float> padding = std::isnan(noise.excluded_value) ? std::vector<float>{}
+                                                                       : std::vector<float>{float(noise.excluded_value)};
+  const MiddleSlice middle = middle_slice(s, map);
+  const std::vector<double> image = tile_textures(s.image, s, middle, padding);
+  const bool fan = std::isfinite(map.source);
+  std::vector<double> sources{map.source};
+  if (fan) {
+    sources.clear();
+    for (const auto& f : map.fans) sources.push_back(f[0]);
+  }
+  ScanMap trial = map;
+  trial.source = *std::min_element(sources.begin(), sources.end());  // the widest detector
+  const i64 pool_length = detector_bins(trial) + kPoolSlack;
+  std::vector<std::vector<float>> pools;
+  for (std::size_t w = 0; w < kFbpWindows.size(); ++w) pools.push_back(filtered_rows(kFbpWindows[w], kPoolRows, pool_length, seed + 7 + w));
+  // The mean squared difference of the tiles' textures, probe less image (each at most 0.5^2:
+  // a tile whose flat part still holds anatomy should not decide).
+  std::map<std::pair<double, std::size_t>, double> scores;
+  auto score = [&](double source, std::size_t w) {
+    const auto key = std::make_pair(source, w);
+    if (const auto found = scores.find(key); found != scores.end()) return found->second;
+    trial.source = source;
+    Volume probe(s.image.dims());
+    back_project(trial, coarse_of(map.nx, map.ny), pools[w], pool_length, {1.0}, kFitViews, seed + 6, middle.boxes, probe);
+    const std::vector<double> textures = tile_textures(probe, s, middle, padding);
+    double sum = 0, n = 0;
+    for (std::size_t t = 0; t < textures.size(); ++t)
+      if (std::isfinite(textures[t]) && std::isfinite(image[t])) sum += std::min(0.25, std::pow(textures[t] - image[t], 2)), n += 1;
+    return scores[key] = n > 0 ? sum / n : std::numeric_limits<double>::infinity();
+  };
+  // Each window with the source walked from the fitted one while its score falls (a sharper
+  // window and a farther source read alike in the median, so the two are chosen together: one
+  // after the other stopped at Shepp-Logan's window and the fitted source on a ramp scan).
+  std::sort(sources.begin(), sources.end());
+  const std::size_t fitted = std::size_t(std::find(sources.begin(), sources.end(), map.source) - sources.begin());
+  std::size_t window = 0;
+  double source = map.source;
+  for (std::size_t w = 0; w < kFbpWindows.size(); ++w) {
+    std::size_t at = fitted;
+    for (const int step : {-1, 1}) {
+      while ((step < 0 ? at > 0 : at + 1 < sources.size()) && score(sources[at + step], w) < score(sources[at], w)) at += step;
+    }
+    if (score(sources[at], w) < score(source, window)) window = w, source = sources[at];
+  }
+  map.source = source;
+  return std::string(kFbpWindows[window]);
+}
+
+namespace {
+
+// The distance of the image's model from a whole slice of the window's noise, made with the map:
+// the squared differences of their correlations at kWindowLags.
+double window_distance(const ScanMap& map, const NoiseModel& noise, std::string_view window, std::uint64_t seed) {
+  const i64 pool_length = detector_bins(map) + kPoolSlack;
+  const std::size_t middle = map.slices.size() / 2;
+  const Box whole{0, 0, 0, Dims{map.nx, map.ny, 1}, 0, 0, map.slices[middle], middle};
+  Volume slice(whole.n);
+  back_project(map, coarse_of(map.nx, map.ny), filtered_rows(window, kPoolRows, pool_length, seed + 1), pool_length, {1.0},
+               kWindowViews, seed + 2, {whole}, slice);
+  const NoiseModel model = estimate_noise_model(slice.view());
+  double distance = 0;
+  for (const auto& [dx, dy] : kWindowLags) distance += std::pow(model.correlation(dx, dy, 0) - noise.correlation(dx, dy, 0), 2);
+  return distance;
+}
+
+}  // namespace
+
+ScanProbe scan_probe(const Sample& s, const NoiseModel& noise, const ScanMap& map, std::string_view window, std::uint64_t seed) {
   const Coarse coarse = coarse_of(map.nx, map.ny);
   const i64 pool_length = detector_bins(map) + kPoolSlack;
   ScanProbe probe;
-  // The window: the map's middle slice made whole with each; the one whose model's correlations
-  // at kWindowLags are nearest the image's model's.
-  const std::size_t middle = map.slices.size() / 2;
-  const Box whole{0, 0, 0, Dims{map.nx, map.ny, 1}, 0, 0, map.slices[middle], middle};
-  double least = std::numeric_limits<double>::infinity();
-  for (std::string_view window : kFbpWindows) {
-    Volume slice(whole.n);
-    back_project(map, coarse, filtered_rows(window, kPoolRows, pool_length, seed + 1), pool_length, {1.0}, kWindowViews,
-                 seed + 2, {whole}, slice);
-    const NoiseModel model = estimate_noise_model(slice.view());
-    double distance = 0;
-    for (const auto& [dx, dy] : kWindowLags) distance += std::pow(model.correlation(dx, dy, 0) - noise.correlation(dx, dy, 0), 2);
-    if (distance < least) least = distance, probe.window = window;
-  }
-  probe.texture_distance = least;
+  probe.window = window;
+  probe.texture_distance = window_distance(map, noise, window, seed);
   const Dims sd = s.image.dims();
   const int views = int(std::clamp<i64>(kProbeVoxelViews / sd.count(), 90, 360));
   probe.noise = Volume(sd);

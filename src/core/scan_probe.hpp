@@ -53,19 +53,29 @@ void assign_slices(ScanMap& map, const Sample& s);
 // made with the map alike (flat parts' pseudo-residual sigma), differ least (beyond one factor):
 // the fit to the map's own variance under-read P by 18 % on a real abdomen's simulated scan (8.5
 // for a physical 10.4; the estimator's reading of the streaks' texture and the flat parts' lean
-// cancel when both sides are read alike). A fan's source is refitted so too, walking outwards
-// over the fans tried while the difference falls: the variance's fit puts it too near (the finer
-// texture at the fan's near edge raises the pseudo-residual sigma there beyond the variance;
-// 1.4 half-diagonals for a true 2.2 with Hann's filter).
+// cancel when both sides are read alike).
 void refine_attenuation(ScanMap& map, const Sample& s, const NoiseModel& noise, std::uint64_t seed);
 
-// Noise over the sample made by the map (0 off the sample's mask; of arbitrary scale) and the FBP
-// window whose texture was nearest the image's model (one of kFbpWindows).
+// The FBP window (one of kFbpWindows) and, for a fan, the source (one of map.fans) whose noise's
+// texture is nearest the image's, tile by tile: each tile's flat part read as the log of its
+// pseudo-residual sigma over its second-difference sigma (read_flat_part), on the sample's middle
+// slice. Finer noise reads higher: a nearer source makes the noise finer towards the image's
+// edge, a sharper window everywhere. The window at the fitted source, then the source with that
+// window, then the window again. The fit to the tiles' levels put a fan's source too near (the
+// finer texture there raises the pseudo-residual sigma beyond the variance: 1.4 half-diagonals
+// for a true 1.9-2.2), and the image's model's correlations took Hamming's window for Hann's
+// (docs/parameters.md, "Scan-like noise"). Sets map.source; map.attenuation is left as it was.
+std::string choose_beam(ScanMap& map, const Sample& s, const NoiseModel& noise, std::uint64_t seed);
+
+// Noise over the sample made by the map with `window`'s FBP filter (0 off the sample's mask; of
+// arbitrary scale), and how far that filter's texture is from the image's model.
 struct ScanProbe {
   Volume noise;
   std::string window;
-  double texture_distance = 0;  // the squared distance of its correlations at six lags from the model's
+  // The squared distance of the correlations at six lags of a whole slice of its noise from the
+  // image's model's (over 0.05: no FBP filter's texture).
+  double texture_distance = 0;
 };
-ScanProbe scan_probe(const Sample& s, const NoiseModel& noise, const ScanMap& map, std::uint64_t seed);
+ScanProbe scan_probe(const Sample& s, const NoiseModel& noise, const ScanMap& map, std::string_view window, std::uint64_t seed);
 
 }  // namespace ctd::detail
