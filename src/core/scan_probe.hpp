@@ -10,7 +10,8 @@
 // unit noise on each ray scaled by exp(P p / 2) (P fitted to the tiles' levels, p relative to the
 // image's longest ray), filtered with the FBP filter whose texture is nearest the image's, and
 // back-projected at the sample's voxels. The rays are those of a parallel beam or of a fan from a
-// source at a fitted distance (a full turn, each view's noise weighted as fan-beam FBP weighs it).
+// source at a chosen distance (a full turn, each view's noise weighted as fan-beam FBP weighs
+// it). The rays' geometry and the back-projection are in src/core/scan_rays.hpp.
 #pragma once
 
 #include "core/auto_sample.hpp"

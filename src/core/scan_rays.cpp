@@ -1,0 +1,223 @@
+// Rays of a scan and noise made along them (src/core/scan_rays.hpp).
+
+#include "core/scan_rays.hpp"
+
+#include "core/fbp.hpp"
+#include "cpu/thread_pool.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+
+namespace ctd::detail::scan {
+
+using i64 = std::int64_t;
+
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+i64 full_bins(i64 nx, i64 ny) { return (i64(std::ceil(std::hypot(double(nx), double(ny)))) + 4) | 1; }
+
+i64 detector_bins(const ScanMap& map) {
+  if (!std::isfinite(map.source)) return full_bins(map.nx, map.ny);
+  const double R = std::hypot(double(map.nx), double(map.ny)) / 2;
+  return (i64(std::ceil(2 * R * map.source / (map.source - R))) + 4) | 1;
+}
+
+Coarse coarse_of(i64 nx, i64 ny) {
+  Coarse c;
+  c.factor = std::max<i64>(1, (std::max(nx, ny) + kMapWidth - 1) / kMapWidth);
+  c.nx = (nx + c.factor - 1) / c.factor;
+  c.ny = (ny + c.factor - 1) / c.factor;
+  c.cx = ((double(nx) - 1) / 2 - (double(c.factor) - 1) / 2) / double(c.factor);
+  c.cy = ((double(ny) - 1) / 2 - (double(c.factor) - 1) / 2) / double(c.factor);
+  c.bins = (full_bins(nx, ny) + c.factor - 1) / c.factor | 1;
+  return c;
+}
+
+std::vector<double> project(const std::vector<double>& a, i64 nx, i64 ny, const Coarse& c) {
+  std::vector<double> coarse(std::size_t(c.nx * c.ny), 0.0);
+  for (i64 y = 0; y < ny; ++y)
+    for (i64 x = 0; x < nx; ++x) {
+      coarse[std::size_t(y / c.factor * c.nx + x / c.factor)] += a[std::size_t(y * nx + x)] / double(c.factor * c.factor);
+    }
+  std::vector<double> p(std::size_t(kMapViews * c.bins));
+  const SliceGrid grid{coarse.data(), c.nx, c.ny, double(c.factor), double(c.factor), c.cx, c.cy};
+  const double length = std::hypot(double(nx), double(ny));
+  cpu::for_each_piece(kMapViews, 1, 0, [&](i64 view, i64, i64) {
+    line_integrals(grid, M_PI * double(view) / kMapViews, c.bins, double(c.factor), double(c.factor) / 2, length,
+                   p.data() + view * c.bins);
+  });
+  return p;
+}
+
+double relative_integral(const std::vector<double>& p, const Coarse& c, i64 view, double along) {
+  const double t = along / double(c.factor) + (double(c.bins) - 1) / 2;
+  const i64 t0 = std::clamp<i64>(i64(std::floor(t)), 0, c.bins - 2);
+  const double f = std::clamp(t - double(t0), 0.0, 1.0);
+  const double* row = p.data() + view * c.bins;
+  return (1 - f) * row[t0] + f * row[t0 + 1];
+}
+
+Line line_through(double ax, double ay, double bx, double by) {
+  double nx = ay - by, ny = bx - ax;  // the line's normal
+  const double norm = std::hypot(nx, ny);
+  nx /= norm, ny /= norm;
+  double angle = std::atan2(ny, nx), offset = nx * bx + ny * by;
+  if (angle < 0) angle += M_PI, offset = -offset;
+  if (angle >= M_PI) angle -= M_PI, offset = -offset;
+  return {i64(std::lround(angle / M_PI * kMapViews)) % kMapViews, offset};
+}
+
+FanPoint fan_point(double x, double y, double c, double s, double D) {
+  const double along = D - (x * c + y * s), across = -x * s + y * c;
+  return {along / D, across * D / along, along / std::hypot(along, across)};
+}
+
+std::vector<double> z_taps(const NoiseModel& noise) {
+  const int rz = noise.radius_z;
+  if (rz == 0) return {1.0};
+  constexpr int kPoints = 64;
+  const int reach = 2 * rz;
+  std::vector<double> taps(std::size_t(2 * reach + 1), 0.0);
+  for (int k = 0; k < kPoints; ++k) {
+    const double w = 2 * M_PI * k / kPoints;
+    double spectrum = 1;
+    for (int dz = 1; dz <= rz; ++dz) spectrum += 2 * noise.correlation(0, 0, dz) * std::cos(w * dz);
+    const double root = std::sqrt(std::max(0.0, spectrum));
+    for (int n = -reach; n <= reach; ++n) taps[std::size_t(n + reach)] += root * std::cos(w * n) / kPoints;
+  }
+  double energy = 0;
+  for (double t : taps) energy += t * t;
+  for (double& t : taps) t /= std::sqrt(energy);
+  return taps;
+}
+
+std::vector<float> filtered_rows(std::string_view window, i64 rows, i64 length, std::uint64_t seed) {
+  const std::vector<double> kernel = fbp_kernel(kKernelReach + 1, 1.0, window);
+  std::vector<float> out(std::size_t(rows * length));
+  cpu::for_each_piece(rows, 1, 0, [&](i64 r, i64, i64) {
+    std::mt19937_64 rng(mix(seed + std::uint64_t(r)));
+    std::normal_distribution<double> normal;
+    std::vector<double> white(std::size_t(length + 2 * kKernelReach)), acc(std::size_t(length), 0.0);
+    for (double& w : white) w = normal(rng);
+    // Tap by tap over the whole row, so that the compiler can vectorise the inner loop.
+    for (i64 k = 0; k < 2 * kKernelReach + 1; ++k) {
+      const double tap = kernel[std::size_t(k)];
+      const double* w = white.data() + k;
+      for (i64 t = 0; t < length; ++t) acc[std::size_t(t)] += tap * w[t];
+    }
+    for (i64 t = 0; t < length; ++t) out[std::size_t(r * length + t)] = float(acc[std::size_t(t)]);
+  });
+  return out;
+}
+
+void back_project(const ScanMap& map, const Coarse& coarse, const std::vector<float>& pool,
+                  i64 pool_length, const std::vector<double>& taps, int views, std::uint64_t seed,
+                  const std::vector<Box>& boxes, Volume& out) {
+  const bool fan = std::isfinite(map.source);
+  const double D = map.source;
+  const int turn = fan ? 2 * views : views;
+  const i64 nd = detector_bins(map);
+  const double cd = (double(nd) - 1) / 2, cx = (double(map.nx) - 1) / 2, cy = (double(map.ny) - 1) / 2;
+  const i64 reach = i64(taps.size() / 2);
+  // Work items: a box's slice, in pieces of up to 32 rows.
+  struct Item {
+    std::size_t box;
+    i64 z, y0, y1;
+  };
+  std::vector<Item> items;
+  for (std::size_t b = 0; b < boxes.size(); ++b)
+    for (i64 z = 0; z < boxes[b].n.nz; ++z)
+      for (i64 y = 0; y < boxes[b].n.ny; y += 32) items.push_back({b, z, y, std::min(boxes[b].n.ny, y + 32)});
+  cpu::for_each_piece(i64(items.size()), 1, 0, [&](i64 index, i64, i64) {
+    const Item& item = items[std::size_t(index)];
+    const Box& box = boxes[item.box];
+    const i64 iz = box.iz + item.z;
+    const std::vector<double>& p = map.integrals[box.slice];
+    std::vector<double> acc(std::size_t(box.n.nx * (item.y1 - item.y0)), 0.0);
+    std::vector<double> row, step;
+    for (int a = 0; a < turn; ++a) {
+      const double theta = (fan ? 2 : 1) * M_PI * a / turn, c = std::cos(theta), s = std::sin(theta);
+      // A voxel's bin: parallel beam, its offset along (c, s); fan beam, its detector coordinate
+      // (a projective map: its extremes over the piece lie at the corners).
+      auto bin = [&](double x, double y) { return (fan ? fan_point(x, y, c, s, D).u : x * c + y * s) + cd; };
+      double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+      for (i64 y : {item.y0, item.y1 - 1})
+        for (i64 x : {i64(0), box.n.nx - 1}) {
+          const double t = bin(double(box.ix + x) - cx, double(box.iy + y) - cy);
+          lo = std::min(lo, t), hi = std::max(hi, t);
+        }
+      const i64 t0 = std::max<i64>(0, i64(std::floor(lo))), t1 = std::min<i64>(nd - 1, i64(std::floor(hi)) + 1);
+      row.assign(std::size_t(t1 - t0 + 1), 0.0);
+      for (i64 j = -reach; j <= reach; ++j) {
+        const std::uint64_t h = mix(seed ^ (std::uint64_t(iz + j) << 24) ^ std::uint64_t(a));
+        const float* source = pool.data() + i64(h % std::uint64_t(kPoolRows)) * pool_length + i64((h >> 32) % kPoolSlack);
+        const double tap = taps[std::size_t(j + reach)];
+        for (i64 t = t0; t <= t1; ++t) row[std::size_t(t - t0)] += tap * source[t];
+      }
+      if (fan) {
+        for (i64 t = t0; t <= t1; ++t) {  // the ray from the source through detector coordinate u
+          const double u = double(t) - cd;
+          const Line line = line_through(D * c, D * s, -u * s, u * c);
+          row[std::size_t(t - t0)] *= D / std::hypot(D, u) *
+                                      std::exp(0.5 * map.attenuation * relative_integral(p, coarse, line.view, line.offset));
+        }
+      } else {
+        const i64 map_view = i64(std::lround(double(a) * kMapViews / views)) % kMapViews;
+        for (i64 t = t0; t <= t1; ++t) {
+          row[std::size_t(t - t0)] *= std::exp(0.5 * map.attenuation * relative_integral(p, coarse, map_view, double(t) - cd));
+        }
+      }
+      // Linear interpolation as row[k] + f (row[k + 1] - row[k]); the voxels' bins are >= 0 (the
+      // detector spans the image's diagonal), so truncation is the floor.
+      step.resize(row.size());
+      for (std::size_t k = 0; k + 1 < row.size(); ++k) step[k] = row[k + 1] - row[k];
+      step.back() = 0;
+      const i64 last = std::max<i64>(0, t1 - t0 - 1);
+      for (i64 y = item.y0; y < item.y1; ++y) {
+        double* out_row = acc.data() + (y - item.y0) * box.n.nx;
+        const double ry = double(box.iy + y) - cy;
+        if (fan) {  // fan_point's u and U, stepped along the row
+          const double along0 = D - ((double(box.ix) - cx) * c + ry * s), across0 = -(double(box.ix) - cx) * s + ry * c;
+          for (i64 x = 0; x < box.n.nx; ++x) {
+            const double along = along0 - double(x) * c, across = across0 - double(x) * s;
+            const double t = across * D / along + cd - double(t0), inverse_U = D / along;
+            const i64 k = std::clamp<i64>(i64(t), 0, last);
+            const double w = std::clamp(t - double(k), 0.0, 1.0);
+            out_row[x] += (row[std::size_t(k)] + w * step[std::size_t(k)]) * inverse_U * inverse_U;
+          }
+          continue;
+        }
+        const double start = (double(box.ix) - cx) * c + ry * s + cd - double(t0);
+        for (i64 x = 0; x < box.n.nx; ++x) {
+          const double t = start + double(x) * c;
+          const i64 k = std::clamp<i64>(i64(t), 0, last);
+          const double f = std::clamp(t - double(k), 0.0, 1.0);
+          out_row[x] += row[std::size_t(k)] + f * step[std::size_t(k)];
+        }
+      }
+    }
+    for (i64 y = item.y0; y < item.y1; ++y)
+      for (i64 x = 0; x < box.n.nx; ++x) {
+        out.view()(box.x0 + x, box.y0 + y, box.z0 + item.z) = float(acc[std::size_t((y - item.y0) * box.n.nx + x)] / turn);
+      }
+  });
+}
+
+std::vector<Box> sample_boxes(const Sample& s, const ScanMap& map) {
+  const Dims sd = s.image.dims();
+  std::vector<Box> boxes;
+  for (std::size_t b = 0; b < s.places.size(); ++b) {
+    const i64 x0 = i64(b) % s.blocks_per_row * s.block, y0 = i64(b) / s.blocks_per_row * s.block;
+    boxes.push_back({x0, y0, 0, Dims{std::min(s.block, sd.nx - x0), std::min(s.block, sd.ny - y0), sd.nz}, s.places[b].x,
+                     s.places[b].y, s.places[b].z, map.slice_of_block[b]});
+  }
+  return boxes;
+}
+}  // namespace ctd::detail::scan
