@@ -446,7 +446,11 @@ ScanProbe scan_probe(const Sample& s, const NoiseModel& noise, const ScanMap& ma
   const i64 pool_length = detector_bins(map) + kPoolSlack;
   ScanProbe probe;
   probe.window = window;
-  probe.texture_distance = window_distance(map, noise, window, seed);
+  // Whether the image's texture is an FBP filter's at all: the nearest window's distance (the
+  // chosen window's own was over 0.05 on the Catphan's own noise, which the nearest reads at
+  // 0.01 and whose scan-like probe it then lost).
+  probe.texture_distance = std::numeric_limits<double>::infinity();
+  for (std::string_view w : kFbpWindows) probe.texture_distance = std::min(probe.texture_distance, window_distance(map, noise, w, seed));
   const Dims sd = s.image.dims();
   const int views = int(std::clamp<i64>(kProbeVoxelViews / sd.count(), 90, 360));
   probe.noise = Volume(sd);
