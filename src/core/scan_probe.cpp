@@ -13,6 +13,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <stdexcept>
 
 namespace ctd::detail {
 namespace {
@@ -409,13 +410,13 @@ std::string choose_beam(ScanMap& map, const Sample& s, const NoiseModel& noise, 
   // after the other stopped at Shepp-Logan's window and the fitted source on a ramp scan).
   std::sort(sources.begin(), sources.end());
   const std::size_t fitted = std::size_t(std::find(sources.begin(), sources.end(), map.source) - sources.begin());
+  if (fitted == sources.size()) throw std::logic_error("choose_beam: the fitted source is not among the map's fans");
   std::size_t window = 0;
   double source = map.source;
   for (std::size_t w = 0; w < kFbpWindows.size(); ++w) {
     std::size_t at = fitted;
-    for (const int step : {-1, 1}) {
-      while ((step < 0 ? at > 0 : at + 1 < sources.size()) && score(sources[at + step], w) < score(sources[at], w)) at += step;
-    }
+    while (at > 0 && score(sources[at - 1], w) < score(sources[at], w)) --at;
+    while (at + 1 < sources.size() && score(sources[at + 1], w) < score(sources[at], w)) ++at;
     if (score(sources[at], w) < score(source, window)) window = w, source = sources[at];
   }
   map.source = source;
