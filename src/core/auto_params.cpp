@@ -53,17 +53,10 @@ void scale_to_image(Volume& b, Sample& s, const NoiseModel& noise) {
   cpu::for_each_piece(i64(s.tiles.size()), 1, 0, [&](i64 index, i64, i64) {
     const Sample::Tile& t = s.tiles[std::size_t(index)];
     if (!(t.flat_residual_sigma > 0)) return;
-    Volume image_tile(t.size), probe_tile(t.size);
-    for (i64 z = 0; z < t.size.nz; ++z)
-      for (i64 y = 0; y < t.size.ny; ++y)
-        for (i64 x = 0; x < t.size.nx; ++x) {
-          const i64 i = b.view().index(t.x0 + x, t.y0 + y, t.z0 + z);
-          const bool usable = s.mask[std::size_t(i)];
-          image_tile.view()(x, y, z) = usable ? s.image.data()[i] : std::numeric_limits<float>::quiet_NaN();
-          probe_tile.view()(x, y, z) = usable ? b.data()[i] : std::numeric_limits<float>::quiet_NaN();
-        }
-    const double image_sigma = detail::read_flat_part(std::move(image_tile), padding).second_difference_sigma;
-    const double probe_sigma = detail::read_flat_part(std::move(probe_tile), padding).second_difference_sigma;
+    const double image_sigma =
+        detail::read_flat_part(detail::masked_part(s.image, s, t.x0, t.y0, t.z0, t.size), padding).second_difference_sigma;
+    const double probe_sigma =
+        detail::read_flat_part(detail::masked_part(b, s, t.x0, t.y0, t.z0, t.size), padding).second_difference_sigma;
     if (image_sigma > 0 && probe_sigma > 0) ratios[std::size_t(index)] = image_sigma / probe_sigma;
   });
   std::erase(ratios, 0.0);

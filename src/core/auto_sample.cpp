@@ -296,6 +296,17 @@ double flat_residual_sigma(Volume tile, const std::vector<float>& padding) {
   return tile_residual_sigma(tile.view(), padding);
 }
 
+Volume masked_part(const Volume& v, const Sample& s, i64 x0, i64 y0, i64 z0, const Dims& size) {
+  Volume part(size);
+  for (i64 z = 0; z < size.nz; ++z)
+    for (i64 y = 0; y < size.ny; ++y)
+      for (i64 x = 0; x < size.nx; ++x) {
+        const i64 i = v.view().index(x0 + x, y0 + y, z0 + z);
+        part.view()(x, y, z) = s.mask[std::size_t(i)] ? v.data()[i] : std::numeric_limits<float>::quiet_NaN();
+      }
+  return part;
+}
+
 FlatReading read_flat_part(Volume tile, const std::vector<float>& padding) {
   keep_flat_part(tile, padding);  // padding is NaN from here on
   FlatReading reading;

@@ -93,6 +93,10 @@ struct FlatReading {
 };
 FlatReading read_flat_part(Volume tile, const std::vector<float>& padding);
 
+// A copy of the box of `v` (a volume of the sample's size: the sample or noise over it) whose
+// first voxel is (x0, y0, z0), NaN where the sample's mask is 0.
+Volume masked_part(const Volume& v, const Sample& s, std::int64_t x0, std::int64_t y0, std::int64_t z0, const Dims& size);
+
 // auto_nlm_h and auto_bilateral_sigma_range of the image `image` reads (src/core/auto_params.cpp).
 AutoChoice auto_nlm_h(const ImageReads& image, const NlmParams& params, const NoiseModel& noise,
                       const ExecContext& context, double strength);

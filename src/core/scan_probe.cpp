@@ -243,7 +243,7 @@ std::optional<ScanMap> scan_map(const ImageReads& image, const Sample& s, const 
   double fan_least = std::numeric_limits<double>::infinity(), fan_source = 0, fan_k = 0;
   for (double f : kFanSources) {
     const auto [k, r] = fit_attenuation(rays_for(f * half_diagonal));
-    map.fans.push_back({f * half_diagonal, std::exp2(k)});
+    map.fan_sources.push_back(f * half_diagonal);
     if (r < fan_least) fan_least = r, fan_source = f * half_diagonal, fan_k = k;
   }
   if (fan_least < kLeastFanGain * r_best) {
@@ -360,13 +360,7 @@ std::vector<double> tile_textures(const Volume& v, const Sample& s, const Middle
   std::vector<double> out(m.tiles.size(), std::numeric_limits<double>::quiet_NaN());
   cpu::for_each_piece(i64(m.tiles.size()), 1, 0, [&](i64 index, i64, i64) {
     const Sample::Tile& t = s.tiles[m.tiles[std::size_t(index)]];
-    Volume tile(Dims{t.size.nx, t.size.ny, 1});
-    for (i64 y = 0; y < t.size.ny; ++y)
-      for (i64 x = 0; x < t.size.nx; ++x) {
-        const i64 i = v.view().index(t.x0 + x, t.y0 + y, m.z);
-        tile.view()(x, y, 0) = s.mask[std::size_t(i)] ? v.data()[i] : std::numeric_limits<float>::quiet_NaN();
-      }
-    const FlatReading r = read_flat_part(std::move(tile), padding);
+    const FlatReading r = read_flat_part(masked_part(v, s, t.x0, t.y0, m.z, Dims{t.size.nx, t.size.ny, 1}), padding);
     if (r.residual_sigma > 0 && r.second_difference_sigma > 0) out[std::size_t(index)] = std::log(r.residual_sigma / r.second_difference_sigma);
   });
   return out;
@@ -380,11 +374,8 @@ std::string choose_beam(ScanMap& map, const Sample& s, const NoiseModel& noise, 
   const MiddleSlice middle = middle_slice(s, map);
   const std::vector<double> image = tile_textures(s.image, s, middle, padding);
   const bool fan = std::isfinite(map.source);
-  std::vector<double> sources{map.source};
-  if (fan) {
-    sources.clear();
-    for (const auto& f : map.fans) sources.push_back(f[0]);
-  }
+  std::vector<double> sources = fan ? map.fan_sources : std::vector<double>{map.source};
+  const Coarse coarse = coarse_of(map.nx, map.ny);
   ScanMap trial = map;
   trial.source = *std::min_element(sources.begin(), sources.end());  // the widest detector
   const i64 pool_length = detector_bins(trial) + kPoolSlack;
@@ -398,7 +389,7 @@ std::string choose_beam(ScanMap& map, const Sample& s, const NoiseModel& noise, 
     if (const auto found = scores.find(key); found != scores.end()) return found->second;
     trial.source = source;
     Volume probe(s.image.dims());
-    back_project(trial, coarse_of(map.nx, map.ny), pools[w], pool_length, {1.0}, kFitViews, seed + 6, middle.boxes, probe);
+    back_project(trial, coarse, pools[w], pool_length, {1.0}, kFitViews, seed + 6, middle.boxes, probe);
     const std::vector<double> textures = tile_textures(probe, s, middle, padding);
     double sum = 0, n = 0;
     for (std::size_t t = 0; t < textures.size(); ++t)
@@ -410,7 +401,7 @@ std::string choose_beam(ScanMap& map, const Sample& s, const NoiseModel& noise, 
   // after the other stopped at Shepp-Logan's window and the fitted source on a ramp scan).
   std::sort(sources.begin(), sources.end());
   const std::size_t fitted = std::size_t(std::find(sources.begin(), sources.end(), map.source) - sources.begin());
-  if (fitted == sources.size()) throw std::logic_error("choose_beam: the fitted source is not among the map's fans");
+  if (fitted == sources.size()) throw std::logic_error("choose_beam: the fitted source is not among the map's fan sources");
   std::size_t window = 0;
   double source = map.source;
   for (std::size_t w = 0; w < kFbpWindows.size(); ++w) {

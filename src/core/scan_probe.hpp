@@ -16,7 +16,6 @@
 
 #include "core/auto_sample.hpp"
 
-#include <array>
 #include <limits>
 #include <optional>
 #include <string>
@@ -33,8 +32,8 @@ struct ScanMap {
   // The fan's source's distance from the centre of rotation in pixels, fitted; infinite: a
   // parallel beam.
   double source = std::numeric_limits<double>::infinity();
-  // The fans tried and the attenuation fitted with each: (source, P).
-  std::vector<std::array<double, 2>> fans;
+  // The fans' sources tried (pixels from the centre, increasing).
+  std::vector<double> fan_sources;
   double fit = 0;          // the share of the variance of the tiles' log levels that the map explains
   double fit_beyond_intensity = 0;  // the share of what the intensities leave that the map explains
 };
@@ -57,7 +56,7 @@ void assign_slices(ScanMap& map, const Sample& s);
 // cancel when both sides are read alike).
 void refine_attenuation(ScanMap& map, const Sample& s, const NoiseModel& noise, std::uint64_t seed);
 
-// The FBP window (one of kFbpWindows) and, for a fan, the source (one of map.fans) whose noise's
+// The FBP window (one of kFbpWindows) and, for a fan, the source (one of map.fan_sources) whose noise's
 // texture is nearest the image's, tile by tile: each tile's flat part read as the log of its
 // pseudo-residual sigma over its second-difference sigma (read_flat_part), on the sample's middle
 // slice. Finer noise reads higher: a nearer source makes the noise finer towards the image's
