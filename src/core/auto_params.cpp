@@ -217,12 +217,7 @@ AutoChoice choose(const detail::ImageReads& image, const NoiseModel& noise, doub
   if (best != risks.begin() && std::next(best) != risks.end()) {
     // A parabola in log(value) through the best point and its neighbours.
     const auto lo = std::prev(best), hi = std::next(best);
-    const double x0 = lo->first, x1 = best->first, x2 = hi->first;
-    const double y0 = lo->second, y1 = best->second, y2 = hi->second;
-    const double denom = (x0 - x1) * (x0 - x2) * (x1 - x2);
-    const double a = (x2 * (y1 - y0) + x1 * (y0 - y2) + x0 * (y2 - y1)) / denom;
-    const double bcoef = (x2 * x2 * (y0 - y1) + x1 * x1 * (y2 - y0) + x0 * x0 * (y1 - y2)) / denom;
-    if (a > 0) k_opt = std::clamp(-bcoef / (2 * a), x0, x2);
+    k_opt = detail::parabola_least(lo->first, lo->second, best->first, best->second, hi->first, hi->second);
   }
   if (context.progress) context.progress(1.0);
   for (const auto& [k, r] : risks) choice.curve.push_back({scale * std::exp2(k), r});

@@ -1,5 +1,6 @@
 #pragma once
-// Robust statistics shared by the noise estimators (noise.cpp, noise_model.cpp).
+// Robust statistics shared by the noise estimators (noise.cpp, noise_model.cpp), and the least of
+// a parabola that the automatic choices refine their searches with.
 
 #include "core/image_reads.hpp"
 #include "cpu/thread_pool.hpp"
@@ -108,6 +109,15 @@ inline std::vector<float> find_padding(const ImageReads& reads) {
 }
 
 inline double median(std::vector<double>& v) { return kth_smallest(v, v.size() / 2); }
+
+// Where the parabola through (x0, y0), (x1, y1), (x2, y2) (x0 < x1 < x2) is least, within
+// [x0, x2]; x1 where the points do not curve upwards.
+inline double parabola_least(double x0, double y0, double x1, double y1, double x2, double y2) {
+  const double denom = (x0 - x1) * (x0 - x2) * (x1 - x2);
+  const double a = (x2 * (y1 - y0) + x1 * (y0 - y2) + x0 * (y2 - y1)) / denom;
+  const double b = (x2 * x2 * (y0 - y1) + x1 * x1 * (y2 - y0) + x0 * x0 * (y1 - y2)) / denom;
+  return a > 0 ? std::clamp(-b / (2 * a), x0, x2) : x1;
+}
 
 // 1.4826 x MAD, then refined as the standard deviation of the residuals within 3 sigma of the
 // median (corrected for that truncation): the MAD alone drifts up when edges add outliers.

@@ -225,9 +225,8 @@ std::optional<ScanMap> scan_map(const ImageReads& image, const Sample& s, const 
     const std::size_t best = std::size_t(std::min_element(rs.begin(), rs.end()) - rs.begin());
     double k_best = ks[best], r_best = rs[best];
     if (best > 0 && best + 1 < ks.size()) {
-      const double curvature = rs[best - 1] - 2 * rs[best] + rs[best + 1];
-      if (curvature > 0) {
-        const double k = ks[best] + 0.25 * 0.5 * (rs[best - 1] - rs[best + 1]) / curvature;
+      const double k = parabola_least(ks[best - 1], rs[best - 1], ks[best], rs[best], ks[best + 1], rs[best + 1]);
+      if (k != ks[best]) {
         const double r = residual(rays, std::exp2(k));
         if (r < r_best) k_best = k, r_best = r;
       }
@@ -325,8 +324,7 @@ void refine_attenuation(ScanMap& map, const Sample& s, const NoiseModel& noise, 
     double k_best = best;
     if (at != r.begin() && std::next(at) != r.end()) {
       const auto lo = std::prev(at), hi = std::next(at);
-      const double curvature = lo->second - 2 * at->second + hi->second;
-      if (curvature > 0) k_best = std::clamp(best + 0.125 * 0.5 * (lo->second - hi->second) / curvature, lo->first, hi->first);
+      k_best = parabola_least(lo->first, lo->second, best, at->second, hi->first, hi->second);
     }
     return std::array<double, 2>{fitted * std::exp2(k_best), at->second};
   };
