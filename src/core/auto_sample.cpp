@@ -291,6 +291,33 @@ double tile_residual_sigma(ConstVolumeView<float> tile, const std::vector<float>
   return 0.0;
 }
 
+double flat_level_scatter(const Volume& flat, const std::vector<float>& padding) {
+  constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+  auto read = [&](const Volume& v) -> std::array<double, 2> {  // (log sigma, residuals read)
+    try {
+      const NoiseEstimate e = detail::estimate_noise_without(*host_reads(v.view()), NoiseEstimator::PseudoResidual, padding);
+      if (e.sigma > 0 && e.samples * 8 >= v.size()) return {std::log(e.sigma), double(e.samples)};
+    } catch (const Error&) {
+      // too few usable voxels
+    }
+    return {nan, nan};
+  };
+  const Dims n = flat.dims();
+  const std::vector<i64> xs = even_cuts(n.nx, kFlatArea), ys = even_cuts(n.ny, kFlatArea);
+  std::array<Volume, 2> halves{flat, flat};
+  for (i64 z = 0; z < n.nz; ++z)
+    for (std::size_t j = 0; j + 1 < ys.size(); ++j)
+      for (std::size_t i = 0; i + 1 < xs.size(); ++i) {
+        Volume& other = halves[(i + j + std::size_t(z)) % 2 == 0 ? 1 : 0];
+        for (i64 y = ys[j]; y < ys[j + 1]; ++y)
+          for (i64 x = xs[i]; x < xs[i + 1]; ++x) other.view()(x, y, z) = std::numeric_limits<float>::quiet_NaN();
+      }
+  const auto whole = read(flat), a = read(halves[0]), b = read(halves[1]);
+  if (!std::isfinite(whole[0]) || !std::isfinite(a[0]) || !std::isfinite(b[0])) return nan;
+  // Var(log a - log b) = c / n_a + c / n_b, and the whole's scatter is c / n_whole.
+  return (a[0] - b[0]) * (a[0] - b[0]) / whole[1] / (1 / a[1] + 1 / b[1]);
+}
+
 double flat_residual_sigma(Volume tile, const std::vector<float>& padding) {
   keep_flat_part(tile, padding);
   return tile_residual_sigma(tile.view(), padding);
@@ -401,7 +428,7 @@ void measure_level(Sample& s, const NoiseModel& noise) {
     for (i64 i = 0; i < tile.size(); ++i)
       if (std::isfinite(tile.data()[i])) values.push_back(tile.data()[i]);
     const double flat_median = values.empty() ? std::numeric_limits<double>::quiet_NaN() : detail::median(values);
-    s.tiles[std::size_t(t)] = {k.x0, k.y0, k.z0, k.size, c, flat_sigma, flat_median};
+    s.tiles[std::size_t(t)] = {k.x0, k.y0, k.z0, k.size, c, flat_sigma, flat_median, flat_level_scatter(tile, padding)};
   });
   if (levels.empty()) return;
   // The whole tiles' smoothed levels where the flat parts' smoothed levels vary by kLeastLevelSpread

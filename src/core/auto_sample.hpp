@@ -40,13 +40,13 @@ struct Sample {
   std::int64_t block = 0, blocks_per_row = 1;
   std::int64_t tile_xy = 32;  // in-plane size of the tiles whose noise level measure_level reads
   // Those tiles: each one's first voxel and size in the sample, its centre in the image, and the
-  // pseudo-residual sigma of its flat part (0 where too few of its voxels were usable) and the
-  // median of its values there.
+  // pseudo-residual sigma of its flat part (0 where too few of its voxels were usable), the
+  // median of its values there and that sigma's chance scatter in log (flat_level_scatter).
   struct Tile {
     std::int64_t x0, y0, z0;
     Dims size;
     std::array<double, 3> centre;
-    double flat_residual_sigma, flat_median;
+    double flat_residual_sigma, flat_median, flat_level_scatter;
   };
   std::vector<Tile> tiles;
   std::array<double, 3> origin_of(std::int64_t x, std::int64_t y, std::int64_t z) const {
@@ -84,6 +84,12 @@ void measure_level(Sample& s, const NoiseModel& noise);
 // it).
 double tile_residual_sigma(ConstVolumeView<float> tile, const std::vector<float>& padding);
 double flat_residual_sigma(Volume tile, const std::vector<float>& padding);
+// An estimate of the variance of log(pseudo-residual sigma) of a tile's flat part (NaN outside it)
+// that chance alone makes: from the squared difference of the logs read on the two halves of its
+// 8 x 8 areas (a checkerboard), scaled by the residuals each was read from. NaN where a half
+// gives too few residuals. Unbiased for the variance, though one tile's is a rough estimate:
+// scan_map sums it over the tiles.
+double flat_level_scatter(const Volume& flat, const std::vector<float>& padding);
 // A tile's flat part read two ways: its pseudo-residual sigma, and the robust sigma of its in-plane
 // second differences two voxels apart, u(p - 2) - 2 u(p) + u(p + 2) along x and y (0 where too few
 // voxels are usable). The second reads the noise's variance nearly whatever its texture; their

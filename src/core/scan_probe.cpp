@@ -142,6 +142,12 @@ std::optional<ScanMap> scan_map(const ImageReads& image, const Sample& s, const 
   const double mean_log = std::accumulate(logs.begin(), logs.end(), 0.0) / double(logs.size());
   double total = 0;
   for (double l : logs) total += (l - mean_log) * (l - mean_log);
+  // Some of that spread is the estimates' own scatter (flat_level_scatter), which no map explains:
+  // the fit below is the share of the rest that the map explains.
+  double scatter = 0, scattered = 0;
+  for (const Sample::Tile* t : used)
+    if (std::isfinite(t->flat_level_scatter)) scatter += t->flat_level_scatter, scattered += 1;
+  scatter = scattered > 0 ? scatter * double(logs.size()) / scattered : 0.0;
   if (!(total > kLeastLevelSpread * kLeastLevelSpread * double(logs.size()))) return std::nullopt;
 
   const Coarse coarse = coarse_of(d.nx, d.ny);
@@ -250,7 +256,7 @@ std::optional<ScanMap> scan_map(const ImageReads& image, const Sample& s, const 
     rays = rays_for(fan_source);
   }
   map.attenuation = std::exp2(k_best);
-  map.fit = std::max(0.0, 1 - r_best / total);
+  map.fit = total > scatter ? std::max(0.0, 1 - std::max(0.0, r_best - scatter) / (total - scatter)) : 0.0;
   // Beyond each tile's own intensity (signal-dependent noise varies with the rays too: the body
   // is noisier than the air): the share of what a straight line in the log of the tiles'
   // attenuation (relative to the body's, at least 0.1 of it) leaves that the map explains, at

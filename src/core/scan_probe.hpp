@@ -34,7 +34,7 @@ struct ScanMap {
   double source = std::numeric_limits<double>::infinity();
   // The fans' sources tried (pixels from the centre, increasing).
   std::vector<double> fan_sources;
-  double fit = 0;          // the share of the variance of the tiles' log levels that the map explains
+  double fit = 0;          // the share of the variance of the tiles' log levels, less their chance scatter, that the map explains
   double fit_beyond_intensity = 0;  // the share of what the intensities leave that the map explains
 };
 

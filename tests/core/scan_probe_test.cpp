@@ -315,4 +315,37 @@ TEST(AutoSample, FlatPartsReadTheVarianceWhateverTheTexture) {
   EXPECT_LT(b.residual_sigma / b.second_difference_sigma, 0.8 * w.residual_sigma / w.second_difference_sigma);
 }
 
+TEST(AutoSample, TheLevelsChanceScatterIsReadFromEachTileAlone) {
+  // Many tiles of stationary noise, white and blurred by [1 2 1] / 4 along x (fewer independent
+  // residuals: more scatter): the log of each one's flat-part sigma scatters by chance alone, and
+  // the mean of flat_level_scatter, read in each tile on its own, estimates that variance.
+  const ctd::Dims d{32, 32, 1};
+  constexpr int kTiles = 400;
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> normal(0.0, 10.0);
+  for (const bool blur : {false, true}) {
+    std::vector<double> logs;
+    double scatter = 0;
+    for (int t = 0; t < kTiles; ++t) {
+      ctd::Volume tile(d);
+      std::vector<double> row(std::size_t(d.nx) + 2);
+      for (i64 y = 0; y < d.ny; ++y) {
+        for (double& v : row) v = normal(rng);
+        for (i64 x = 0; x < d.nx; ++x) {
+          const std::size_t i = std::size_t(x) + 1;
+          tile.view()(x, y, 0) = float(blur ? 0.25 * row[i - 1] + 0.5 * row[i] + 0.25 * row[i + 1] : row[i]);
+        }
+      }
+      logs.push_back(std::log(ctd::detail::flat_residual_sigma(tile, {})));
+      scatter += ctd::detail::flat_level_scatter(tile, {}) / kTiles;
+    }
+    double mean = 0, variance = 0;
+    for (double l : logs) mean += l / kTiles;
+    for (double l : logs) variance += (l - mean) * (l - mean) / (kTiles - 1);
+    SCOPED_TRACE(blur ? "blurred" : "white");
+    EXPECT_GT(variance, 0.0);
+    EXPECT_NEAR(scatter / variance, 1.0, 0.3) << "estimated " << scatter << ", across the tiles " << variance;
+  }
+}
+
 }  // namespace
