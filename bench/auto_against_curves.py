@@ -5,7 +5,8 @@ parameters on the CPU in minutes instead of re-running the sweeps:
     build/validate_params --auto-only [--whole ...] [--only TEXT] > new.txt      # the changed build
     python3 bench/auto_against_curves.py bench/results/<...>-curves.json new.txt [old.txt]
 
-The curves file is a `validate_params --curves --json` run of the same set (its noisy inputs are
+The curves file is a `validate_params --curves --json` run of the same set (a run without
+--curves holds no SSIM per value swept: then the PSNR alone is judged) (its noisy inputs are
 seeded, so they are the same images; bench/results/2026-11-26-h100-validation-{matrix,whole}-curves.json).
 Each automatic value's PSNR and SSIM are interpolated on its case's sweep and judged against the
 case's best as bench/validation_rules.py judges its rules. With old.txt, only the cases that
@@ -29,8 +30,9 @@ def main():
     if len(sys.argv) not in (3, 4):
         sys.exit(__doc__)
     cases = {f"{c['dim']} {c['scan']} | {c['texture']} | {c['setting']}": c for c in json.load(open(sys.argv[1]))}
-    if any(p[2] is None for c in cases.values() for p in c["sweep"]):
-        sys.exit(f"{sys.argv[1]} has no SSIM per value swept: record it with validate_params --curves")
+    psnr_only = any(p[2] is None for c in cases.values() for p in c["sweep"])
+    if psnr_only:
+        print(f"{sys.argv[1]} has no SSIM per value swept (recorded without --curves): judged on PSNR alone")
     new = load_auto(sys.argv[2])
     old = load_auto(sys.argv[3]) if len(sys.argv) == 4 else {}
     unknown = [n for n in new if n not in cases]
@@ -40,8 +42,9 @@ def main():
     def text(name, value):
         case = cases[name]
         psnr, ssim, ok = judge(case, value)
+        ssim_text = "" if ssim is None else f"{ssim - case['best']['ssim']:+.4f} "
         return ok, psnr - case["best"]["psnr"], (f"{'ok  ' if ok else 'MISS'} {psnr - case['best']['psnr']:+.2f} dB "
-                                                 f"{ssim - case['best']['ssim']:+.4f} x{value / case['best_value']:.2f}")
+                                                 f"{ssim_text}x{value / case['best_value']:.2f}")
 
     within = within_old = 0
     worst = 0.0

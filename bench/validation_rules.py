@@ -17,8 +17,10 @@ import sys
 
 
 def interpolate(sweep, value):
-    """PSNR and SSIM at `value`, linear in log value between the swept values (clamped)."""
-    points = sorted((math.log(v), p, s) for v, p, s in sweep if s is not None)
+    """PSNR and SSIM at `value`, linear in log value between the swept values (clamped); the SSIM
+    is None where the sweep holds none (runs recorded without --curves)."""
+    with_ssim = [(v, p, s) for v, p, s in sweep if s is not None]
+    points = sorted((math.log(v), p, s) for v, p, s in (with_ssim or sweep))
     t = math.log(value)
     if t <= points[0][0]:
         return points[0][1], points[0][2]
@@ -27,7 +29,7 @@ def interpolate(sweep, value):
     for (t0, p0, s0), (t1, p1, s1) in zip(points, points[1:]):
         if t0 <= t <= t1:
             w = (t - t0) / (t1 - t0) if t1 > t0 else 0.0
-            return p0 + w * (p1 - p0), s0 + w * (s1 - s0)
+            return p0 + w * (p1 - p0), (s0 + w * (s1 - s0) if with_ssim else None)
 
 
 def risk_parabola(curve):
@@ -61,7 +63,7 @@ def picked(case, rule, parameter):
 def judge(case, value):
     """PSNR and SSIM at `value` on the case's sweep, and whether they are within the goal."""
     psnr, ssim = interpolate(case["sweep"], value)
-    return psnr, ssim, case["best"]["psnr"] - psnr <= 0.5 and case["best"]["ssim"] - ssim <= 0.005
+    return psnr, ssim, case["best"]["psnr"] - psnr <= 0.5 and (ssim is None or case["best"]["ssim"] - ssim <= 0.005)
 
 
 def score(cases, rule, parameter):
