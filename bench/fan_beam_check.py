@@ -7,7 +7,9 @@ a full turn of 720 views, the source 541 mm from the centre (or 1.6 half-diagona
 flat virtual detector through the centre at the pixel's pitch, Poisson counts with an optional
 bowtie (incident photons falling as exp(-b (u / u_max)^2)) and optional angular tube current
 modulation (--tcm: each view's photons proportional to the square root of its most attenuated
-ray's attenuation, exp(max p / 2), at the same mean dose, as dose-saving scanners modulate), and Kak & Slaney's fan-beam FBP (the
+ray's attenuation, exp(max p / 2), at the same mean dose, as dose-saving scanners modulate),
+optional electronic noise (--electronic S: Gaussian counts of sigma S added to the Poisson counts,
+as low-dose simulations after Yu et al. 2012 add it), and Kak & Slaney's fan-beam FBP (the
 data weighted by cos(gamma), the ramp or Hann-apodised ramp filter, each view weighted by 1 / U^2).
 The reference is the same scan without noise. NLM search 5 patch 1 and the bilateral filter at
 sigma_s 1 voxel, on the CPU; about 10 minutes per phantom on 2 cores.
@@ -102,10 +104,10 @@ def fbp(p, g, window="ramp"):
     return img * (2 * np.pi / len(g["beta"])) / 2
 
 
-def simulate(clean_hu, pixel_mm, views, window, photons, rng, bowtie=0.0, tcm=False):
+def simulate(clean_hu, pixel_mm, views, window, photons, rng, bowtie=0.0, tcm=False, electronic=0.0):
     """A fan-beam scan of clean_hu; bowtie: the extra attenuation (line integral) at the fan's edge,
     growing as (u / u_max)^2 (0: none); tcm: the views' photons modulated as exp(max p / 2), mean
-    `photons`."""
+    `photons`; electronic: the sigma of Gaussian counts added to the Poisson counts."""
     g = fan_geometry(clean_hu.shape[-1], pixel_mm, views)
     mu = np.clip(MU_WATER * (1 + clean_hu / 1000.0), 0, None)
     p = project(mu, g)
@@ -115,7 +117,9 @@ def simulate(clean_hu, pixel_mm, views, window, photons, rng, bowtie=0.0, tcm=Fa
         if tcm:
             per_view = np.exp(0.5 * p.max(axis=1))
             incident = incident * (per_view / per_view.mean())[:, None]
-        counts = rng.poisson(incident * np.exp(-p))
+        counts = rng.poisson(incident * np.exp(-p)).astype(float)
+        if electronic > 0:
+            counts += rng.normal(0.0, electronic, counts.shape)
         p = -np.log(np.maximum(counts, 1) / incident)
     mu_rec = fbp(p, g, window)
     return (mu_rec / MU_WATER - 1) * 1000
@@ -128,7 +132,9 @@ def main():
     parser.add_argument("phantom", choices=["abdomen 384", "abdomen 512", "Shepp-Logan 256"])
     parser.add_argument("--json", help="write every case here")
     parser.add_argument("--tcm", action="store_true",
-                        help="run the scans with the bowtie and with tube current modulation only")
+                        help="tube current modulation (the scans with the bowtie only)")
+    parser.add_argument("--electronic", type=float, default=0.0, metavar="S",
+                        help="add Gaussian electronic noise of sigma S counts (the scans with the bowtie only)")
     parser.add_argument("--sweeps", metavar="FILE",
                         help="sweep only the cases missing from this --json file of an earlier run (a list of cases, "
                              "or an object with them in 'cases_detail'): take their best and noisy input from it "
@@ -138,31 +144,32 @@ def main():
     if args.sweeps:
         loaded = json.loads(pathlib.Path(args.sweeps).read_text())
         for c in loaded["cases_detail"] if isinstance(loaded, dict) else loaded:
-            recorded[(c["phantom"], c["window"], c["bowtie"], c.get("tcm", False), c["photons"], c["setting"])] = c
+            recorded[(c["phantom"], c["window"], c["bowtie"], c.get("tcm", False), c.get("electronic", 0.0), c["photons"],
+                      c["setting"])] = c
     phantoms = {"abdomen 384": (lambda: abdomen((384, 384), 1), 0.9), "abdomen 512": (lambda: abdomen((512, 512), 2), 0.7),
                 "Shepp-Logan 256": (lambda: shepp_logan(256), 0.9)}
     make, px = phantoms[args.phantom]
     clean = make()
     settings = [s for s in SETTINGS_2D if s[0] in ("NLM search 5 patch 1", "bilateral sigma_s 1 vox")]
     cases = []
-    scans = [("ramp", 2.0), ("hann", 2.0)] if args.tcm else [("ramp", 0.0), ("hann", 0.0), ("ramp", 2.0), ("hann", 2.0)]
+    scans = [("ramp", 2.0), ("hann", 2.0)] if args.tcm or args.electronic else [("ramp", 0.0), ("hann", 0.0), ("ramp", 2.0), ("hann", 2.0)]
     for window, bowtie in scans:
         reference = simulate(clean, px, 720, window, None, None)
         for photons in (1e5, 2.5e4):
-            rng = np.random.default_rng(7 + int(photons) + int(bowtie * 10) + 3 * args.tcm)
-            noisy = simulate(clean, px, 720, window, photons, rng, bowtie, args.tcm).astype(np.float32)
+            rng = np.random.default_rng(7 + int(photons) + int(bowtie * 10) + 3 * args.tcm + int(args.electronic))
+            noisy = simulate(clean, px, 720, window, photons, rng, bowtie, args.tcm, args.electronic).astype(np.float32)
             noisy_q = quality(noisy, reference)
             for setting, kind, kw in settings:
                 f = ctd.nlm if kind == "nlm" else ctd.bilateral
-                old = recorded.get((args.phantom, window, bowtie, args.tcm, photons, setting))
+                old = recorded.get((args.phantom, window, bowtie, args.tcm, args.electronic, photons, setting))
                 best = (old["best_value"], *old["best"]) if old else None
                 auto, auto_q, best, within = judge(f, noisy, reference, kw, "cpu", noisy_q, best)
-                case = dict(phantom=args.phantom, window=window, bowtie=bowtie, tcm=args.tcm, photons=photons, setting=setting,
+                case = dict(phantom=args.phantom, window=window, bowtie=bowtie, tcm=args.tcm, electronic=args.electronic, photons=photons, setting=setting,
                             auto_value=auto["value"], auto=auto_q, best_value=best[0], best=best[1:], noisy=noisy_q,
                             within=within, noise_over_image=auto["noise_over_image"], scan_fit=auto["scan_fit"],
                             scan_source=auto["scan_source"])
                 cases.append(case)
-                print(f"{args.phantom} | fan {window} bowtie {bowtie}{' tcm' if args.tcm else ''} I0 {photons:.2g} | {setting}: auto {auto['value']:.1f} "
+                print(f"{args.phantom} | fan {window} bowtie {bowtie}{' tcm' if args.tcm else ''}{f' electronic {args.electronic:g}' if args.electronic else ''} I0 {photons:.2g} | {setting}: auto {auto['value']:.1f} "
                       f"({auto_q[0]:.2f}/{auto_q[1]:.4f}) best {best[0]:.1f} ({best[1]:.2f}/{best[2]:.4f}) "
                       f"{'ok' if case['within'] else 'MISS'} | {auto['noise_over_image']}", flush=True)
     if args.json:

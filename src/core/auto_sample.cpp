@@ -281,25 +281,29 @@ void use_tile_textures(Sample& s, const NoiseModel& noise, const std::vector<Vol
 
 }  // namespace
 
-double tile_residual_sigma(ConstVolumeView<float> tile, const std::vector<float>& padding) {
+namespace {
+
+// A tile's pseudo-residual estimate, padding and NaN left out; nullopt where too few voxels are usable.
+std::optional<NoiseEstimate> residual_estimate(ConstVolumeView<float> tile, const std::vector<float>& padding) {
   try {
-    const NoiseEstimate e = detail::estimate_noise_without(*host_reads(tile), NoiseEstimator::PseudoResidual, padding);
-    if (e.samples * 4 >= tile.dims.count()) return e.sigma;
+    return detail::estimate_noise_without(*host_reads(tile), NoiseEstimator::PseudoResidual, padding);
   } catch (const Error&) {
-    // too few usable voxels
+    return std::nullopt;
   }
-  return 0.0;
+}
+
+}  // namespace
+
+double tile_residual_sigma(ConstVolumeView<float> tile, const std::vector<float>& padding) {
+  const auto e = residual_estimate(tile, padding);
+  return e && e->samples * 4 >= tile.dims.count() ? e->sigma : 0.0;
 }
 
 double flat_level_scatter(const Volume& flat, const std::vector<float>& padding) {
   constexpr double nan = std::numeric_limits<double>::quiet_NaN();
   auto read = [&](const Volume& v) -> std::array<double, 2> {  // (log sigma, residuals read)
-    try {
-      const NoiseEstimate e = detail::estimate_noise_without(*host_reads(v.view()), NoiseEstimator::PseudoResidual, padding);
-      if (e.sigma > 0 && e.samples * 8 >= v.size()) return {std::log(e.sigma), double(e.samples)};
-    } catch (const Error&) {
-      // too few usable voxels
-    }
+    const auto e = residual_estimate(v.view(), padding);
+    if (e && e->sigma > 0 && e->samples * 8 >= v.size()) return {std::log(e->sigma), double(e->samples)};
     return {nan, nan};
   };
   const Dims n = flat.dims();
