@@ -70,6 +70,8 @@ struct SampleLayout {
   }
 };
 SampleLayout sample_layout(const Dims& d, int reach_xy, int reach_z, bool margins);
+// Blocks whose tiles the scan-like map is fitted to, at least (where the image has them).
+constexpr std::int64_t kLeastMapBlocks = 64;
 
 // The image's blocks (or the image itself) copied side by side, with the mask; the noise level is
 // left at its defaults until measure_level.
