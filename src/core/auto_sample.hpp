@@ -49,9 +49,10 @@ struct Sample {
     double flat_residual_sigma, flat_median, flat_level_scatter;
   };
   std::vector<Tile> tiles;
+  // The block (index into places) that holds the sample's voxel (x, y, any z).
+  std::size_t block_of(std::int64_t x, std::int64_t y) const { return std::size_t((y / block) * blocks_per_row + x / block); }
   std::array<double, 3> origin_of(std::int64_t x, std::int64_t y, std::int64_t z) const {
-    const std::int64_t b = (y / block) * blocks_per_row + x / block;
-    const Place& p = places[std::size_t(b)];
+    const Place& p = places[block_of(x, y)];
     return {double(p.x + x % block), double(p.y + y % block), double(p.z + z)};
   }
 };

@@ -34,7 +34,11 @@ struct ScanMap {
   double source = std::numeric_limits<double>::infinity();
   // The fans' sources tried (pixels from the centre, increasing).
   std::vector<double> fan_sources;
-  double fit = 0;          // the share of the variance of the tiles' log levels, less their chance scatter, that the map explains
+  // Per projected slice: its noise level relative to the map's (1 for all where one slice is
+  // projected). A volume's slices need not share one dose: a helical scan's tube current follows
+  // the body along z.
+  std::vector<double> slice_gains;
+  double fit = 0;          // the share of the variance of the tiles' log levels (within their slices), less their chance scatter, that the map explains
   double fit_beyond_intensity = 0;  // the share of what the intensities leave that the map explains
 };
 
