@@ -97,6 +97,26 @@ std::optional<Attenuation> attenuation_of(const Volume& slice, float padding) {
   return Attenuation{std::move(a), air, body};
 }
 
+// Per projected slice, the mean of the finite values of v whose tiles take its rays (slice_of),
+// 0 where none.
+std::vector<double> slice_means(const std::vector<double>& v, const std::vector<std::size_t>& slice_of, std::size_t slices) {
+  std::vector<double> sum(slices, 0.0), n(slices, 0.0);
+  for (std::size_t t = 0; t < v.size(); ++t)
+    if (std::isfinite(v[t])) sum[slice_of[t]] += v[t], n[slice_of[t]] += 1;
+  for (std::size_t k = 0; k < slices; ++k) sum[k] = n[k] > 0 ? sum[k] / n[k] : 0.0;
+  return sum;
+}
+
+// v less its slice's mean where several slices are projected: each may have a dose of its own
+// (a helical scan's tube current follows the body along z).
+std::vector<double> within_slices(std::vector<double> v, const std::vector<std::size_t>& slice_of, std::size_t slices) {
+  if (slices > 1) {
+    const std::vector<double> means = slice_means(v, slice_of, slices);
+    for (std::size_t t = 0; t < v.size(); ++t) v[t] -= means[slice_of[t]];
+  }
+  return v;
+}
+
 }  // namespace
 
 void assign_slices(ScanMap& map, const Sample& s) {
@@ -144,20 +164,8 @@ std::optional<ScanMap> scan_map(const ImageReads& image, const Sample& s, const 
   std::vector<std::size_t> slice_of_tile;
   for (const Sample::Tile* t : used) slice_of_tile.push_back(map.slice_of_block[s.block_of(t->x0, t->y0)]);
   const std::size_t slice_count = map.slices.size();
-  auto slice_means = [&](const std::vector<double>& v) {
-    std::vector<double> sum(slice_count, 0.0), n(slice_count, 0.0);
-    for (std::size_t t = 0; t < v.size(); ++t) sum[slice_of_tile[t]] += v[t], n[slice_of_tile[t]] += 1;
-    for (std::size_t k = 0; k < slice_count; ++k) sum[k] = n[k] > 0 ? sum[k] / n[k] : 0.0;
-    return sum;
-  };
-  auto within_slices = [&](std::vector<double> v) {
-    if (slice_count > 1) {
-      const std::vector<double> means = slice_means(v);
-      for (std::size_t t = 0; t < v.size(); ++t) v[t] -= means[slice_of_tile[t]];
-    }
-    return v;
-  };
-  const std::vector<double> centred_logs = within_slices(logs);
+  auto within = [&](std::vector<double> v) { return within_slices(std::move(v), slice_of_tile, slice_count); };
+  const std::vector<double> centred_logs = within(logs);
   const double mean_log = std::accumulate(centred_logs.begin(), centred_logs.end(), 0.0) / double(logs.size());
   double total = 0;
   for (double l : centred_logs) total += (l - mean_log) * (l - mean_log);
@@ -185,9 +193,9 @@ std::optional<ScanMap> scan_map(const ImageReads& image, const Sample& s, const 
   for (auto& p : map.integrals)
     for (double& v : p) v /= largest;
   std::vector<double> intensities;  // each tile's attenuation relative to its slice's body (log)
-  for (const Sample::Tile* t : used) {
-    const std::size_t slice = map.slice_of_block[s.block_of(t->x0, t->y0)];
-    intensities.push_back(std::log(std::max(0.1, (t->flat_median - airs[slice]) / bodies[slice])));
+  for (std::size_t t = 0; t < used.size(); ++t) {
+    const std::size_t slice = slice_of_tile[t];
+    intensities.push_back(std::log(std::max(0.1, (used[t]->flat_median - airs[slice]) / bodies[slice])));
   }
 
   // Each tile's log level against the map's log noise level there: half the log of the mean over
@@ -236,7 +244,7 @@ std::optional<ScanMap> scan_map(const ImageReads& image, const Sample& s, const 
   };
   // The residual variance after the best offset, at attenuation P.
   auto residual = [&](const Rays& rays, double P) {
-    const std::vector<double> gap = within_slices(gaps(rays, P));
+    const std::vector<double> gap = within(gaps(rays, P));
     const double mean = std::accumulate(gap.begin(), gap.end(), 0.0) / double(gap.size());
     double r = 0;
     for (double g : gap) r += (g - mean) * (g - mean);
@@ -276,7 +284,7 @@ std::optional<ScanMap> scan_map(const ImageReads& image, const Sample& s, const 
   }
   map.attenuation = std::exp2(k_best);
   {
-    const std::vector<double> means = slice_means(gaps(rays, map.attenuation));
+    const std::vector<double> means = slice_means(gaps(rays, map.attenuation), slice_of_tile, slice_count);
     map.slice_gains.assign(slice_count, 1.0);
     if (slice_count > 1)
       for (std::size_t k = 0; k < slice_count; ++k) map.slice_gains[k] = std::exp(means[k] - means[slice_count / 2]);
@@ -300,7 +308,7 @@ std::optional<ScanMap> scan_map(const ImageReads& image, const Sample& s, const 
   };
   const double intensity_residual = after_intensity(centred_logs);
   double least = intensity_residual;
-  for (double k = -2; k <= 5; k += 0.125) least = std::min(least, after_intensity(within_slices(gaps(rays, std::exp2(k)))));
+  for (double k = -2; k <= 5; k += 0.125) least = std::min(least, after_intensity(within(gaps(rays, std::exp2(k)))));
   map.fit_beyond_intensity = intensity_residual > 0 ? std::max(0.0, 1 - least / intensity_residual) : 0.0;
   return map;
 }
@@ -315,7 +323,10 @@ void refine_attenuation(ScanMap& map, const Sample& s, const NoiseModel& noise, 
   std::vector<std::size_t> used;
   for (std::size_t t = 0; t < s.tiles.size(); ++t)
     if (s.tiles[t].flat_residual_sigma > 0) used.push_back(t);
-  // The residual variance of the tiles' log levels, image less probe, after the best offset.
+  std::vector<std::size_t> slice_of_tile;
+  for (std::size_t t : used) slice_of_tile.push_back(map.slice_of_block[s.block_of(s.tiles[t].x0, s.tiles[t].y0)]);
+  // The residual variance of the tiles' log levels, image less probe, after the best offset (within
+  // each projected slice, as in scan_map).
   auto residual = [&](double P) {
     map.attenuation = P;
     Volume probe(s.image.dims());
@@ -332,17 +343,7 @@ void refine_attenuation(ScanMap& map, const Sample& s, const NoiseModel& noise, 
       const double sigma = flat_residual_sigma(std::move(tile), padding);
       if (sigma > 0) gap[std::size_t(u)] = std::log(t.flat_residual_sigma) - std::log(sigma);
     });
-    // Within each projected slice where several are (each may have a dose of its own, as in scan_map).
-    if (map.slices.size() > 1) {
-      std::vector<double> slice_sum(map.slices.size(), 0.0), slice_n(map.slices.size(), 0.0);
-      std::vector<std::size_t> slice_of(used.size());
-      for (std::size_t u = 0; u < used.size(); ++u) {
-        const Sample::Tile& t = s.tiles[used[u]];
-        slice_of[u] = map.slice_of_block[s.block_of(t.x0, t.y0)];
-        if (std::isfinite(gap[u])) slice_sum[slice_of[u]] += gap[u], slice_n[slice_of[u]] += 1;
-      }
-      for (std::size_t u = 0; u < used.size(); ++u) gap[u] -= slice_sum[slice_of[u]] / std::max(1.0, slice_n[slice_of[u]]);
-    }
+    gap = within_slices(std::move(gap), slice_of_tile, map.slices.size());
     double sum = 0, sum2 = 0, n = 0;
     for (double g : gap)
       if (std::isfinite(g)) sum += g, sum2 += g * g, n += 1;
@@ -491,7 +492,7 @@ ScanProbe scan_probe(const Sample& s, const NoiseModel& noise, const ScanMap& ma
                seed + 4, boxes, probe.noise);
   // Each block at its slice's level.
   for (const Box& b : boxes) {
-    const float gain = b.slice < map.slice_gains.size() ? float(map.slice_gains[b.slice]) : 1.0f;
+    const float gain = float(map.slice_gains[b.slice]);
     if (gain == 1.0f) continue;
     for (i64 z = 0; z < b.n.nz; ++z)
       for (i64 y = 0; y < b.n.ny; ++y)
