@@ -9,7 +9,7 @@ clipped voxels, the automatic h of NLM search 5 patch 1 (CPU), the way the risk 
 and the PSNR (over 2000 HU, outside the padding) of the automatic h against the best of a sweep
 of h x 2^(k/4), k = -4..4, around it. About 4 minutes on 2 cores.
 
-    scripts/setup.sh && python3 bench/clipped_air_check.py [--data ../shared/data] [--json FILE]
+    scripts/setup.sh && python3 bench/clipped_air_check.py [--data ../shared/data] [--floor-outside] [--json FILE]
 """
 import argparse, json, pathlib, subprocess, sys, tempfile
 
@@ -61,6 +61,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=str(root.parent / "shared" / "data"))
     parser.add_argument("--floor", type=float, default=-1024.0)
+    parser.add_argument("--floor-outside", action="store_true",
+                        help="also set the corners outside the scanner's circular field of view (and any padding) "
+                             "to the floor, as a scanner that stores -1024 there does: the floor is then both "
+                             "padding and clipped air")
     parser.add_argument("--json")
     args = parser.parse_args()
     results = []
@@ -69,6 +73,12 @@ def main():
             ref, noisy = dump(case, args.data, folder)
             keep = ref > PADDING_BELOW
             clipped = np.where(noisy > PADDING_BELOW, np.maximum(noisy, args.floor), noisy).astype(np.float32)
+            if args.floor_outside:
+                n = ref.shape[0]
+                yy, xx = np.mgrid[0:n, 0:n]
+                outside = np.hypot(xx - (n - 1) / 2, yy - (n - 1) / 2) > n / 2
+                clipped[outside | ~keep] = args.floor
+                keep = keep & ~outside
             share = float(np.mean(clipped[keep] <= args.floor))
             row = {"case": case, "clipped_share": share,
                    "as_simulated": judge(noisy, ref, keep), "clipped": judge(clipped, ref, keep)}

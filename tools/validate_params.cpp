@@ -524,10 +524,10 @@ int main(int argc, char** argv) {
             if (models_only) {
               // Which rule the model took and what it read; with --oracle, the added noise's own model too.
               auto print_model = [&](const char* what, const ctd::NoiseModel& m) {
-                fmt::print("{} {} | {}: sigma {:.2f} pr {:.2f} fell_back {} first_lags {} rho x {:.2f},{:.2f} y {:.2f} z {:.2f},{:.2f} blocks {}\n",
+                fmt::print("{} {} | {}: sigma {:.2f} pr {:.2f} fell_back {} first_lags {} rho x {:.2f},{:.2f} y {:.2f} z {:.2f},{:.2f} blocks {} padding {} clipped {}\n",
                            what, case_name, s.label, m.sigma, m.pseudo_residual_sigma, m.fell_back_to_white,
                            m.read_from_first_lags, m.correlation(1, 0, 0), m.correlation(2, 0, 0), m.correlation(0, 1, 0),
-                           m.correlation(0, 0, 1), m.correlation(0, 0, 2), m.flat_blocks);
+                           m.correlation(0, 0, 1), m.correlation(0, 0, 2), m.flat_blocks, m.excluded_value, m.clipped_value);
               };
               print_model("MODEL", noisy_model);
               if (oracle_model) print_model("ORACLE", *oracle_model);

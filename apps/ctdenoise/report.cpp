@@ -11,13 +11,15 @@
 namespace ctd::cli {
 
 nlohmann::json noise_model_json(const NoiseModel& m) {
-  return {{"sigma", m.sigma},
-          {"pseudo_residual_sigma", m.pseudo_residual_sigma},
-          {"correlation_lag1", {m.correlation(1, 0, 0), m.correlation(0, 1, 0), m.correlation(0, 0, 1)}},
-          {"correlation_lag2", {m.correlation(2, 0, 0), m.correlation(0, 2, 0)}},
-          {"flat_blocks", m.flat_blocks},
-          {"fell_back_to_white", m.fell_back_to_white},
-          {"read_from_first_lags", m.read_from_first_lags}};
+  nlohmann::json j = {{"sigma", m.sigma},
+                      {"pseudo_residual_sigma", m.pseudo_residual_sigma},
+                      {"correlation_lag1", {m.correlation(1, 0, 0), m.correlation(0, 1, 0), m.correlation(0, 0, 1)}},
+                      {"correlation_lag2", {m.correlation(2, 0, 0), m.correlation(0, 2, 0)}},
+                      {"flat_blocks", m.flat_blocks},
+                      {"fell_back_to_white", m.fell_back_to_white},
+                      {"read_from_first_lags", m.read_from_first_lags}};
+  if (!std::isnan(m.clipped_value)) j["clipped_value"] = m.clipped_value;
+  return j;
 }
 
 nlohmann::json noise_json(const Volume& volume, const nlohmann::json& known_model) {
@@ -112,6 +114,11 @@ std::string format_image(const io::ImageInfo& info, const Volume& volume, const 
                        : std::fabs(m["correlation_lag1"][0].get<double>()) < 0.1 && std::fabs(m["correlation_lag1"][1].get<double>()) < 0.1
                            ? " (nearly white)"
                            : "");
+  }
+  if (noise.contains("model") && noise["model"].contains("clipped_value")) {
+    out += fmt::format("clipped:    values clipped at {:.6g} among the noise (air stored at its lowest value): read as "
+                       "values; no noise level is read where they lie\n",
+                       noise["model"]["clipped_value"].get<double>());
   }
   for (const auto& [key, value] : info.attributes) out += fmt::format("{:<24}{}\n", key + ":", value);
   for (const auto& note : info.notes) out += fmt::format("note:       {}\n", note);

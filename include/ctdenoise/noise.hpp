@@ -6,6 +6,7 @@
 #include <ctdenoise/volume.hpp>
 
 #include <cstdint>
+#include <limits>
 #include <string_view>
 #include <vector>
 
@@ -27,8 +28,9 @@ struct NoiseEstimate {
 // sigma = 1.4826 x the median absolute deviation of the residuals (or detail coefficients) from
 // their median, refined as their standard deviation within 3 sigma (corrected for the cut), which
 // edges bias less. Padding, any value that fills at least 1% of the voxels and 10 times as many as
-// its nearest values (a spike in the histogram: -3024 HU outside a CT's field of view, air clipped
-// at the lowest stored value), is left out with every residual that touches it.
+// its nearest values (a spike in the histogram) in regions of its own (-3024 HU outside a CT's
+// field of view), is left out with every residual that touches it. A spike scattered among
+// other values (air clipped at the lowest stored value) is not padding: it is read as values.
 // Throws InvalidArgument when fewer than 16 residuals remain (e.g. a 1-voxel image).
 NoiseEstimate estimate_noise(ConstVolumeView<float> image, NoiseEstimator estimator = NoiseEstimator::PseudoResidual);
 
@@ -50,6 +52,10 @@ struct NoiseModel {
   std::int64_t samples = 0;          // second differences per lag the model rests on
   std::int64_t flat_blocks = 0;      // 8 x 8 blocks it was read in
   double excluded_value = 0;         // padding left out, or NaN
+  // A value the image is clipped at, scattered among the noise (air stored at its lowest value,
+  // -1024 HU): read as a value, but the noise around it is censored, so no level is read there;
+  // NaN when none.
+  double clipped_value = std::numeric_limits<double>::quiet_NaN();
   bool fell_back_to_white = false;   // the measured level was not believed (over 3 x the pseudo-residual
                                      // sigma, or still rising at the outer lags: anatomy read as noise);
                                      // white noise of the pseudo-residual sigma instead (false when

@@ -130,6 +130,9 @@ void bind_filters(nb::module_& m) {
       .def_ro("samples", &NoiseModel::samples, "Second differences per lag the model rests on.")
       .def_ro("flat_blocks", &NoiseModel::flat_blocks, "8 x 8 blocks it was measured in.")
       .def_ro("excluded_value", &NoiseModel::excluded_value, "Padding value left out, or NaN.")
+      .def_ro("clipped_value", &NoiseModel::clipped_value,
+              "A value the image is clipped at among the noise (air stored at -1024 HU), read as a value "
+              "but with no noise level read where it lies; or NaN.")
       .def_ro("fell_back_to_white", &NoiseModel::fell_back_to_white,
               "True when the measured correlation was not believed and white noise is assumed.")
       .def_ro("read_from_first_lags", &NoiseModel::read_from_first_lags,

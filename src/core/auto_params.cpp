@@ -88,6 +88,14 @@ AutoChoice choose(const detail::ImageReads& image, const NoiseModel& noise, doub
   const std::size_t normals = detail::white_noise_size(noise, layout.whole ? image.dims() : layout.dims(layout.wanted));
   std::future<std::vector<float>> drawn = std::async(std::launch::async, [&] { return detail::unit_normals(0x5EED, normals); });
   Sample sample = detail::make_sample(image, layout, noise);
+  // Float rounding of noise-free values (a smooth ramp) reads as noise some 1e-8 of them: none.
+  float largest = 0;
+  for (i64 i = 0; i < sample.image.size(); ++i)
+    if (sample.mask[std::size_t(i)]) largest = std::max(largest, std::fabs(sample.image.data()[i]));
+  if (noise.sigma <= 1e-6 * largest) {
+    invalid(fmt::format("{} auto: the image shows no noise (noise sigma {:.4g} for values up to {:.4g}); give a value", what,
+                        noise.sigma, largest));
+  }
   detail::measure_level(sample, noise);
   // Noise made as a scanner makes it where the tiles' levels follow the image's own rays
   // (scan_probe.hpp), on a sample whose blocks have margins; else the model's noise at the tiles'

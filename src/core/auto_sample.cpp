@@ -28,22 +28,46 @@ constexpr std::int64_t kLeastSampleBlocks = 64;  // blocks in the sample of a la
 // image). A tile that anatomy inflates, alone among quieter ones, takes theirs; a region whose
 // noise is stronger keeps its level.
 constexpr std::size_t kLevelNeighbours = 9;
-std::vector<double> median_of_nearest(const std::vector<std::array<double, 3>>& at, const std::vector<double>& levels) {
+// The median of `levels` (at `at`) over the kLevelNeighbours nearest `where`.
+double median_of_nearest_to(const std::array<double, 3>& where, const std::vector<std::array<double, 3>>& at,
+                            const std::vector<double>& levels) {
   const std::size_t n = levels.size();
-  std::vector<double> out(n);
   std::vector<std::pair<double, std::size_t>> by_distance(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    for (std::size_t j = 0; j < n; ++j) {
-      const double dx = at[j][0] - at[i][0], dy = at[j][1] - at[i][1], dz = at[j][2] - at[i][2];
-      by_distance[j] = {dx * dx + dy * dy + dz * dz, j};
-    }
-    const std::size_t k = std::min(n, kLevelNeighbours);
-    std::partial_sort(by_distance.begin(), by_distance.begin() + std::ptrdiff_t(k), by_distance.end());
-    std::vector<double> near(k);
-    for (std::size_t j = 0; j < k; ++j) near[j] = levels[by_distance[j].second];
-    out[i] = detail::median(near);
+  for (std::size_t j = 0; j < n; ++j) {
+    const double dx = at[j][0] - where[0], dy = at[j][1] - where[1], dz = at[j][2] - where[2];
+    by_distance[j] = {dx * dx + dy * dy + dz * dz, j};
   }
+  const std::size_t k = std::min(n, kLevelNeighbours);
+  std::partial_sort(by_distance.begin(), by_distance.begin() + std::ptrdiff_t(k), by_distance.end());
+  std::vector<double> near(k);
+  for (std::size_t j = 0; j < k; ++j) near[j] = levels[by_distance[j].second];
+  return detail::median(near);
+}
+std::vector<double> median_of_nearest(const std::vector<std::array<double, 3>>& at, const std::vector<double>& levels) {
+  std::vector<double> out(levels.size());
+  for (std::size_t i = 0; i < levels.size(); ++i) out[i] = median_of_nearest_to(at[i], at, levels);
   return out;
+}
+
+// Where the image is clipped (NoiseModel::clipped_value), the noise of the voxels near the clip is
+// censored: the clipped ones read the same value, and their neighbours' noise is cut too. A tile
+// with more than kMostClippedShare of its voxels clipped reads a level too low (by 4 % at 5 %
+// clipped, 9 % at 10 % for Gaussian noise) and a texture too flat; its level is taken from its
+// nearest uncensored tiles instead (fill_censored). Whole slices clipped at -1024 HU lost up to
+// 0.87 dB (NLM under-smoothed) when those tiles' levels were read as any other's.
+constexpr double kMostClippedShare = 0.02;
+void fill_censored(const std::vector<std::array<double, 3>>& at, const std::vector<unsigned char>& censored,
+                   std::vector<double>& levels, std::vector<double>& flat_levels) {
+  std::vector<std::array<double, 3>> kept_at;
+  std::vector<double> kept_levels, kept_flat;
+  for (std::size_t t = 0; t < censored.size(); ++t)
+    if (!censored[t]) kept_at.push_back(at[t]), kept_levels.push_back(levels[t]), kept_flat.push_back(flat_levels[t]);
+  if (kept_at.empty() || kept_at.size() == censored.size()) return;
+  for (std::size_t t = 0; t < censored.size(); ++t) {
+    if (!censored[t]) continue;
+    levels[t] = median_of_nearest_to(at[t], kept_at, kept_levels);
+    flat_levels[t] = median_of_nearest_to(at[t], kept_at, kept_flat);
+  }
 }
 
 // var(pseudo-residual) / sigma^2 under the model's correlation: what estimate_noise reads of it.
@@ -405,6 +429,7 @@ void measure_level(Sample& s, const NoiseModel& noise) {
         tiles.push_back({xs[i], ys[j], zs[k], size});
       }
   std::vector<double> levels(tiles.size(), noise.sigma), flat_levels(tiles.size(), noise.sigma);
+  std::vector<unsigned char> censored(tiles.size(), 0);  // per tile (not vector<bool>: written by several threads)
   std::vector<Volume> flat_tiles(tiles.size());
   std::vector<std::array<double, 3>> centres(tiles.size());
   auto residual_sigma = [&](ConstVolumeView<float> tile) { return tile_residual_sigma(tile, padding); };
@@ -422,6 +447,12 @@ void measure_level(Sample& s, const NoiseModel& noise) {
       for (i64 y = 0; y < k.size.ny; ++y)
         for (i64 x = 0; x < k.size.nx; ++x) tile.view()(x, y, z) = s.image.view()(k.x0 + x, k.y0 + y, k.z0 + z);
     levels[std::size_t(t)] = level_of(residual_sigma(tile.view()));
+    i64 usable = 0, clipped = 0;
+    for (i64 i = 0; i < tile.size(); ++i) {
+      usable += std::isfinite(tile.data()[i]) ? 1 : 0;
+      clipped += double(tile.data()[i]) == noise.clipped_value ? 1 : 0;
+    }
+    censored[std::size_t(t)] = clipped > kMostClippedShare * double(usable);
     keep_flat_part(tile, padding);
     const double flat_sigma = residual_sigma(tile.view());
     flat_levels[std::size_t(t)] = level_of(flat_sigma);
@@ -435,6 +466,9 @@ void measure_level(Sample& s, const NoiseModel& noise) {
     s.tiles[std::size_t(t)] = {k.x0, k.y0, k.z0, k.size, c, flat_sigma, flat_median, flat_level_scatter(tile, padding)};
   });
   if (levels.empty()) return;
+  fill_censored(centres, censored, levels, flat_levels);
+  for (std::size_t t = 0; t < tiles.size(); ++t)
+    if (censored[t]) s.tiles[t].flat_residual_sigma = 0;  // not read by the scan-like map and probe
   // The whole tiles' smoothed levels where the flat parts' smoothed levels vary by kLeastLevelSpread
   // or more; else (a crop, or noise about as strong everywhere) the median of the flat parts, one
   // level for all. Only the flat parts, free of anatomy, say whether the level varies: until
@@ -501,10 +535,16 @@ Sample make_sample(const ImageReads& reads, const SampleLayout& layout, const No
   const Dims d = reads.dims();
   const float excluded = float(noise.excluded_value);
   auto usable = [&](float v) { return std::isfinite(v) && !(v == excluded); };
+  // The risk does not count clipped voxels: a clipped value is no noisy value (y = x + n), so
+  // SURE's residual there grows with the smoothing as no noise's would (a simulated scan with a
+  // third of its air clipped at -1024 HU: NLM's h 0.77 x the best, 0.4 dB under; with them left
+  // out, 0.98 x).
   auto mask_of = [&](Sample& s) {
     s.mask.resize(std::size_t(s.image.dims().count()));
     for (std::size_t i = 0; i < s.mask.size(); ++i) s.mask[i] = usable(s.image.data()[i]) ? 1 : 0;
     s.counted = s.mask;
+    for (std::size_t i = 0; i < s.mask.size(); ++i)
+      if (double(s.image.data()[i]) == noise.clipped_value) s.counted[i] = 0;
   };
   Sample s;
   if (layout.whole) {

@@ -7,6 +7,8 @@
 
 #include "core/robust_stats.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <random>
 
 namespace {
@@ -72,6 +74,32 @@ TEST(Noise, NonFiniteVoxelsDoNotStopThePaddingSearchOrTheModel) {
   } catch (const ctd::Error& e) {
     EXPECT_EQ(e.kind(), ctd::ErrorKind::InvalidArgument);
     EXPECT_NE(std::string(e.what()).find("3 NaN or infinite"), std::string::npos) << e.what();
+  }
+}
+
+// Padding fills regions; air clipped at the lowest stored value lies scattered among the air's
+// noise. The first is left out of every reading, the second read as values (its tiles' levels
+// are left out by the automatic parameters: ScanProbe.AirClippedAtItsLowestValueIsStillAir).
+TEST(Noise, AClipFloorIsNotTakenForPadding) {
+  for (const ctd::Dims dims : {ctd::Dims{160, 128, 1}, ctd::Dims{64, 72, 12}}) {
+    ctd::Volume clipped = phantom(dims, 30.0, 11), region = clipped;
+    std::int64_t floor = 0;
+    for (std::int64_t i = 0; i < clipped.size(); ++i) {
+      float& v = clipped.data()[i];
+      if (v > -2000 && v < -1024) v = -1024, ++floor;
+      if (region.data()[i] > -2000 && region.data()[i] < -900) region.data()[i] = -1024;  // air set to one value
+    }
+    ASSERT_GT(floor, clipped.size() / 50);  // the air is clipped, as a scanner stores it
+    const ctd::detail::SpikeValues spikes = ctd::detail::find_spikes(*ctd::detail::host_reads(clipped.view()));
+    EXPECT_EQ(spikes.padding, std::vector<float>{-3024.0f});
+    EXPECT_EQ(spikes.clipped, std::vector<float>{-1024.0f});
+    const ctd::NoiseModel m = ctd::estimate_noise_model(clipped.view());
+    EXPECT_EQ(m.excluded_value, -3024.0);
+    EXPECT_EQ(m.clipped_value, -1024.0);
+    const ctd::detail::SpikeValues set = ctd::detail::find_spikes(*ctd::detail::host_reads(region.view()));
+    EXPECT_TRUE(set.clipped.empty());
+    EXPECT_NE(std::find(set.padding.begin(), set.padding.end(), -1024.0f), set.padding.end());
+    EXPECT_TRUE(std::isnan(ctd::estimate_noise_model(phantom(dims, 30.0, 11).view()).clipped_value));
   }
 }
 

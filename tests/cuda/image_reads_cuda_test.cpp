@@ -52,6 +52,7 @@ void expect_same_model(const ctd::NoiseModel& a, const ctd::NoiseModel& b, const
   EXPECT_EQ(a.samples, b.samples) << what;
   EXPECT_EQ(a.flat_blocks, b.flat_blocks) << what;
   EXPECT_TRUE(same(a.excluded_value, b.excluded_value)) << what;
+  EXPECT_TRUE(same(a.clipped_value, b.clipped_value)) << what;
   EXPECT_EQ(a.fell_back_to_white, b.fell_back_to_white) << what;
   EXPECT_EQ(a.read_from_first_lags, b.read_from_first_lags) << what;
 }
@@ -190,6 +191,17 @@ TEST(ImageReadsCuda, TheNoiseModelIsTheHostsOnEveryPath) {
   EXPECT_GT(fell_back, 0);
   EXPECT_GT(smooth, 0);
   EXPECT_GT(measured, 0);
+  // A clip floor among the noise (a fifth of the body's voxels stored at 15): told from padding
+  // (the -1024 around the body) by the device's per-block counts as by the host's.
+  {
+    ctd::Volume v = phantom({96, 80, 6}, 5, 30, 0.8, 0, 2);
+    for (i64 i = 0; i < v.size(); ++i)
+      if (v.data()[i] > -1000 && v.data()[i] < 15) v.data()[i] = 15;
+    const ctd::NoiseModel host = ctd::estimate_noise_model(v.view());
+    EXPECT_EQ(host.clipped_value, 15.0);
+    EXPECT_EQ(host.excluded_value, -1024.0);
+    expect_same_model(ctd::estimate_noise_model(v.view(), gpu), host, "clipped");
+  }
   // Too small to estimate: the same error on both.
   const ctd::Volume tiny = random_volume({4, 4, 1}, 1);
   EXPECT_THROW(ctd::estimate_noise_model(tiny.view(), gpu), ctd::Error);

@@ -130,6 +130,21 @@ def test_noise_sigma_auto_and_a_given_noise_model(rng):
     assert info["auto"] is None
 
 
+def test_air_clipped_at_its_lowest_value_is_reported_and_padding_is_not(rng):
+    # Air at -1000 HU with noise of 30, stored clipped at -1024 (about a fifth of it), in a field
+    # of view padded with -3024.
+    image = np.full((96, 112), -1000.0, np.float32) + rng.normal(0, 30, (96, 112)).astype(np.float32)
+    image[30:70, 30:80] += 1040.0
+    image = np.maximum(image, -1024.0)
+    image[:, :12] = -3024.0
+    model = ctdenoise.estimate_noise(image)
+    assert model.clipped_value == -1024.0
+    assert model.excluded_value == -3024.0
+    unclipped = image.copy()
+    unclipped[unclipped == -1024.0] = -1030.0 + rng.normal(0, 5, int((unclipped == -1024.0).sum()))
+    assert np.isnan(ctdenoise.estimate_noise(unclipped).clipped_value)
+
+
 def test_bad_input_gives_clear_errors(rng):
     image = structured(rng, (10, 12))
     with pytest.raises(ValueError, match="2D images and 3D volumes"):
