@@ -30,7 +30,9 @@ struct NoiseEstimate {
 // edges bias less. Padding, any value that fills at least 1% of the voxels and 10 times as many as
 // its nearest values (a spike in the histogram) in regions of its own (-3024 HU outside a CT's
 // field of view), is left out with every residual that touches it. A spike scattered among
-// other values (air clipped at the lowest stored value) is not padding: it is read as values.
+// other values (air clipped at the lowest stored value) is not padding: it is read as values;
+// one that does both (-1024 outside the field of view and in the clipped air) is left out only
+// where its in-plane neighbours all hold it.
 // Throws InvalidArgument when fewer than 16 residuals remain (e.g. a 1-voxel image).
 NoiseEstimate estimate_noise(ConstVolumeView<float> image, NoiseEstimator estimator = NoiseEstimator::PseudoResidual);
 

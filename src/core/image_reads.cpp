@@ -20,9 +20,6 @@ namespace {
 
 using i64 = std::int64_t;
 
-bool usable(float v, const std::vector<float>& padding) {
-  return std::isfinite(v) && std::find(padding.begin(), padding.end(), v) == padding.end();
-}
 
 // Of float32 or int16 voxels, read where they are: each int16 voxel is converted to float as it
 // is read (exactly), not the whole volume first (a float copy of 512 x 512 x 548 voxels was a
@@ -42,12 +39,15 @@ class HostReads final : public ImageReads {
     return out;
   }
 
-  std::vector<Residual> residuals(NoiseEstimator estimator, i64 z0, i64 nz, const std::vector<float>& padding,
+  std::vector<Residual> residuals(NoiseEstimator estimator, i64 z0, i64 nz, const Excluded& padding,
                                   i64 step) const override {
     const Dims d{dims().nx, dims().ny, nz};
     const T* data = in_.data + z0 * d.nx * d.ny;
     const bool flat = d.is_2d();
     auto u = [&](i64 x, i64 y, i64 z) { return float(data[(z * d.ny + y) * d.nx + x]); };
+    auto usable = [&](i64 x, i64 y, i64 z) {
+      return usable_voxel(u, x, y, z, d.nx, d.ny, padding.values.data(), int(padding.values.size()), padding.in_regions_only);
+    };
     // Each sampled position's slot written in place (vectors grown on many threads at once spent
     // most of the time in the allocator), the unusable ones dropped afterwards.
     auto collect = [&](i64 gx_count, i64 gy_count, i64 gz_count, auto&& at) {
@@ -83,11 +83,11 @@ class HostReads final : public ImageReads {
           count = 6;
         }
         const float centre = u(x, y, z);
-        bool ok = usable(centre, padding);
+        bool ok = usable(x, y, z) && usable(x - 1, y, z) && usable(x + 1, y, z) && usable(x, y - 1, z) && usable(x, y + 1, z) &&
+                  (flat || (usable(x, y, z - 1) && usable(x, y, z + 1)));
         double mean = 0;
         float lo = centre, hi = centre;
         for (int i = 0; i < count; ++i) {
-          ok = ok && usable(neighbours[i], padding);
           mean += neighbours[i];
           lo = std::min(lo, neighbours[i]);
           hi = std::max(hi, neighbours[i]);
@@ -106,7 +106,7 @@ class HostReads final : public ImageReads {
       for (int c = 0; c < (flat ? 4 : 8); ++c) {
         const i64 dx = c & 1, dy = (c >> 1) & 1, dz = (c >> 2) & 1;
         const float v = u(x + dx, y + dy, z + dz);
-        ok = ok && usable(v, padding);
+        ok = ok && usable(x + dx, y + dy, z + dz);
         detail += ((dx + dy + dz) % 2 == 0 ? 1.0 : -1.0) * v;
         lo = std::min(lo, v);
         hi = std::max(hi, v);
@@ -117,9 +117,10 @@ class HostReads final : public ImageReads {
     });
   }
 
-  void lag_sums(const std::vector<LagArea>& areas, const std::vector<Lag>& lags, const std::vector<float>& padding, double* sums,
+  void lag_sums(const std::vector<LagArea>& areas, const std::vector<Lag>& lags, const Excluded& padding, double* sums,
                 i64* counts) const override {
     const Dims d = dims();
+    auto u = [&](i64 x, i64 y, i64 z) { return float(in_.data[(z * d.ny + y) * d.nx + x]); };
     int rx = 0, ry = 0, rz = 0;
     for (const Lag& g : lags) rx = std::max(rx, std::abs(g.dx)), ry = std::max(ry, std::abs(g.dy)), rz = std::max(rz, std::abs(g.dz));
     // Each area's neighbourhood copied once with NaN where the image ends or a voxel is not
@@ -136,8 +137,10 @@ class HostReads final : public ImageReads {
               const i64 ix = area.x - rx + x, iy = area.y - ry + y, iz = area.z - rz + s;
               double v = std::numeric_limits<double>::quiet_NaN();
               if (ix >= 0 && ix < d.nx && iy >= 0 && iy < d.ny && iz >= 0 && iz < d.nz) {
-                const float f = float(in_.data[(iz * d.ny + iy) * d.nx + ix]);
-                if (usable(f, padding)) v = f;
+                if (usable_voxel(u, ix, iy, iz, d.nx, d.ny, padding.values.data(), int(padding.values.size()),
+                                 padding.in_regions_only)) {
+                  v = u(ix, iy, iz);
+                }
               }
               hood[std::size_t((s * hh + y) * hw + x)] = v;
             }

@@ -13,6 +13,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -53,6 +55,35 @@ inline ResidualGrid residual_grid(NoiseEstimator estimator, const Dims& d) {
   return {d.nx / 2, d.ny / 2, flat ? d.nz : d.nz / 2, flat ? 0.5 : 1.0 / std::sqrt(8.0)};
 }
 
+// What the reads leave out: voxels that are not finite or hold one of `values` (padding); but a
+// voxel of `in_regions_only` (one of `values` that is both padding and a clip floor: a scanner
+// that stores -1024 HU outside its field of view and in its clipped air) only where all of its
+// in-plane neighbours (x +- 1, y +- 1) inside the image hold it too. So the regions are left out
+// and the clipped air's voxels, most of which have a neighbour of another value, are read.
+struct Excluded {
+  std::vector<float> values;
+  float in_regions_only = std::numeric_limits<float>::quiet_NaN();
+  Excluded() = default;
+  Excluded(std::vector<float> v, float regions_only = std::numeric_limits<float>::quiet_NaN())  // NOLINT: a list of values is one
+      : values(std::move(v)), in_regions_only(regions_only) {}
+  Excluded(std::initializer_list<float> v) : values(v) {}
+};
+
+// Whether the voxel (x, y, z) of an image of nx x ny in-plane, read by at(x, y, z), is usable
+// under `excluded` (its values given as count floats: the host's vector or a kernel's array).
+template <class At>
+inline bool usable_voxel(At&& at, std::int64_t x, std::int64_t y, std::int64_t z, std::int64_t nx, std::int64_t ny,
+                         const float* values, int count, float in_regions_only) {
+  const float v = at(x, y, z);
+  if (!std::isfinite(v)) return false;
+  bool listed = false;
+  for (int i = 0; i < count; ++i) listed = listed || v == values[i];
+  if (!listed) return true;
+  if (!(v == in_regions_only)) return false;
+  return !((x == 0 || at(x - 1, y, z) == v) && (x + 1 == nx || at(x + 1, y, z) == v) && (y == 0 || at(x, y - 1, z) == v) &&
+           (y + 1 == ny || at(x, y + 1, z) == v));
+}
+
 class ImageReads {
  public:
   explicit ImageReads(const Dims& dims) : dims_(dims) {}
@@ -71,12 +102,12 @@ class ImageReads {
   // diagonal details of 2 x 2 (x 2) blocks, at every step-th position of their grid in scan
   // order, those whose voxels are all usable (finite and not in `padding`), in order.
   virtual std::vector<Residual> residuals(NoiseEstimator estimator, std::int64_t z0, std::int64_t nz,
-                                          const std::vector<float>& padding, std::int64_t step) const = 0;
+                                          const Excluded& padding, std::int64_t step) const = 0;
 
   // For each area a and lag l: the sum of D(p)^2, D(p) = u(p - l) - 2 u(p) + u(p + l), over the
   // area's voxels p in scan order (sums[a * lags.size() + l]) and their number (counts), leaving
   // out p where any of the three voxels is outside the image or not usable.
-  virtual void lag_sums(const std::vector<LagArea>& areas, const std::vector<Lag>& lags, const std::vector<float>& padding,
+  virtual void lag_sums(const std::vector<LagArea>& areas, const std::vector<Lag>& lags, const Excluded& padding,
                         double* sums, std::int64_t* counts) const = 0;
 
   // The blocks of (bxy, bxy, bz) voxels whose first voxels are origin + (i bxy, j bxy, k bz) for

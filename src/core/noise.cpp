@@ -31,7 +31,7 @@ std::string_view to_string(NoiseEstimator estimator) noexcept {
 
 double padding_value(ConstVolumeView<float> image) {
   if (image.dims.count() < 1) return std::numeric_limits<double>::quiet_NaN();
-  const std::vector<float> padding = find_padding(*detail::host_reads(image));
+  const std::vector<float> padding = find_padding(*detail::host_reads(image)).values;
   return padding.empty() ? std::numeric_limits<double>::quiet_NaN() : double(padding.front());
 }
 
@@ -41,16 +41,16 @@ NoiseEstimate estimate_noise(ConstVolumeView<float> in, NoiseEstimator estimator
 }
 
 NoiseEstimate detail::estimate_noise_without(const ImageReads& reads, NoiseEstimator estimator,
-                                             std::span<const float> padding, i64 max_samples, i64 z0, i64 nz) {
+                                             const Excluded& padding, i64 max_samples, i64 z0, i64 nz) {
   const Dims whole = reads.dims();
   if (nz < 0) nz = whole.nz - z0;
   const Dims d{whole.nx, whole.ny, nz};
   NoiseEstimate result;
-  result.excluded_value = padding.empty() ? std::numeric_limits<double>::quiet_NaN() : double(padding.front());
+  result.excluded_value = padding.values.empty() ? std::numeric_limits<double>::quiet_NaN() : double(padding.values.front());
   // Large volumes are sampled: every step-th position, about a million in all (the sigma of a
   // million residuals is within 0.1 % of the truth).
   const i64 step = std::max<i64>(1, d.count() / std::max<i64>(1, max_samples));
-  const std::vector<Residual> samples = reads.residuals(estimator, z0, nz, {padding.begin(), padding.end()}, step);
+  const std::vector<Residual> samples = reads.residuals(estimator, z0, nz, padding, step);
   std::vector<double> values(samples.size()), ranges(samples.size());
   cpu::for_each_piece(i64(samples.size()), i64(1) << 16, 0, [&](i64, i64 begin, i64 end) {
     for (i64 i = begin; i < end; ++i) {

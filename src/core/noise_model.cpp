@@ -57,10 +57,10 @@ struct LagSums {
   }
 };
 LagSums lag_sums(const ImageReads& reads, std::span<const LagArea> areas, std::span<const Lag> lags,
-                 std::span<const float> padding) {
+                 const detail::Excluded& padding) {
   LagSums out{lags.size(), std::vector<double>(areas.size() * lags.size()), std::vector<i64>(areas.size() * lags.size())};
   if (!areas.empty() && !lags.empty()) {
-    reads.lag_sums({areas.begin(), areas.end()}, {lags.begin(), lags.end()}, {padding.begin(), padding.end()},
+    reads.lag_sums({areas.begin(), areas.end()}, {lags.begin(), lags.end()}, padding,
                    out.sums.data(), out.counts.data());
   }
   return out;
@@ -90,7 +90,7 @@ namespace {
 struct SliceCorrelation {
   double in_plane_sigma = 0, rho1 = 0, rho2 = 0;
 };
-SliceCorrelation slice_correlation(const ImageReads& reads, std::span<const float> padding, double sigma_3d,
+SliceCorrelation slice_correlation(const ImageReads& reads, const detail::Excluded& padding, double sigma_3d,
                                    i64 max_slices) {
   const Dims d = reads.dims();
   const i64 plane = d.nx * d.ny, used = std::min(d.nz, max_slices);
@@ -225,8 +225,8 @@ NoiseModel detail::estimate_noise_model(const ImageReads& reads) {
   // slice's correlation with the second's taken as 0 read it 0.04-0.05 low.
   m.radius_z = d.nz >= 5 ? 2 : d.nz >= 3 ? 1 : 0;
   const detail::SpikeValues spikes = detail::find_spikes(reads);
-  const std::vector<float>& padding = spikes.padding;
-  m.excluded_value = padding.empty() ? std::numeric_limits<double>::quiet_NaN() : double(padding.front());
+  const detail::Excluded& padding = spikes.padding;
+  m.excluded_value = padding.values.empty() ? std::numeric_limits<double>::quiet_NaN() : double(padding.values.front());
   m.clipped_value = spikes.clipped.empty() ? std::numeric_limits<double>::quiet_NaN() : double(spikes.clipped.front());
   // The pseudo-residual sigma (a million residuals and two serial medians) is only needed at the
   // end: it is measured on a thread of its own while the blocks are judged.

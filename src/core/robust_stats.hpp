@@ -63,37 +63,53 @@ inline double kth_smallest(std::vector<double>& v, std::size_t k) {
   return *kth;
 }
 
-// Whether the voxels of `value` fill regions (padding: a quarter of them or more lie in 4 x 4
-// blocks that hold at most one other voxel) rather than lie scattered among other values (a clip
-// floor: noisy air stored at its lowest value, -1024 HU). Measured on whole slices with FBP
-// noise: clipped air reads 0.001 with a fifth of it clipped, 0.04-0.12 with half of it; a ring
-// of padding 4 voxels wide 0.22, 6 wide 0.50. Read on up to 16 slices spread evenly.
-inline bool fills_regions(const ImageReads& reads, float value) {
+// How the voxels of `value` lie: whether they fill regions (padding: a quarter of them or more lie
+// in 4 x 4 blocks that hold at most one other voxel) rather than lie scattered among other values
+// (a clip floor: noisy air stored at its lowest value, -1024 HU), and whether a region's value is
+// scattered too (a scanner that stores -1024 outside its field of view and in its clipped air):
+// a twentieth of its voxels or more in blocks that it fills at most half of, with no filled
+// block within two blocks (a region's edge has filled blocks next to it). Measured on whole
+// slices with FBP noise: clipped air reads 0.001 in filled blocks with a fifth of it clipped,
+// 0.04-0.12 with half of it; a ring of padding 4 voxels wide 0.22, 6 wide 0.50. Read on up to 16
+// slices spread evenly.
+struct ValueLayout {
+  bool fills_regions = false, also_scattered = false;
+};
+inline ValueLayout value_layout(const ImageReads& reads, float value) {
   using i64 = std::int64_t;
   const Dims d = reads.dims();
-  constexpr i64 kSide = 4, kMaxSlices = 16;
+  constexpr i64 kSide = 4, kMaxSlices = 16, kReach = 2;
   const i64 side = std::min({kSide, d.nx, d.ny});
   const i64 cx = d.nx / side, cy = d.ny / side, slices = std::min(d.nz, kMaxSlices);
-  i64 all = 0, in_full = 0;
+  i64 all = 0, in_full = 0, scattered = 0;
   for (i64 i = 0; i < slices; ++i) {
     const i64 z = i * d.nz / slices;
-    for (const i64 count : reads.unusable_per_block({0, 0, z}, side, 1, cx, cy, 1, value)) {
-      all += count;
-      if (count + 1 >= side * side) in_full += count;
-    }
+    const std::vector<i64> counts = reads.unusable_per_block({0, 0, z}, side, 1, cx, cy, 1, value);
+    auto full = [&](i64 bx, i64 by) { return counts[std::size_t(by * cx + bx)] + 1 >= side * side; };
+    for (i64 by = 0; by < cy; ++by)
+      for (i64 bx = 0; bx < cx; ++bx) {
+        const i64 count = counts[std::size_t(by * cx + bx)];
+        all += count;
+        if (full(bx, by)) in_full += count;
+        if (count == 0 || count * 2 > side * side) continue;
+        bool near_full = false;
+        for (i64 y = std::max<i64>(0, by - kReach); y <= std::min(cy - 1, by + kReach) && !near_full; ++y)
+          for (i64 x = std::max<i64>(0, bx - kReach); x <= std::min(cx - 1, bx + kReach) && !near_full; ++x) near_full = full(x, y);
+        if (!near_full) scattered += count;
+      }
   }
-  return in_full * 4 >= all;
+  return {in_full * 4 >= all, scattered * 20 >= all};
 }
 
 // Spikes in the histogram: values that fill at least 1% of the voxels and at least 10 times as
 // many as all but one of the three nearest values on either side, not merely common values of
 // quantised data. Counted on a sample of at most a million voxels. Those that fill regions
-// (fills_regions) are padding (-3024 HU outside a CT's field of view, a region set to air) and
+// (value_layout) are padding (-3024 HU outside a CT's field of view, a region set to air) and
 // left out of every reading; the others are clipped values (air stored at its lowest value,
 // -1024 HU), read as values (their noise is censored: measure_level leaves their tiles' levels
 // out, and the risk their voxels).
 struct SpikeValues {
-  std::vector<float> padding;  // values that fill regions, largest spike first
+  Excluded padding;  // values that fill regions, largest spike first (and the one also scattered)
   std::vector<float> clipped;  // values scattered among others (a clip floor), largest spike first
 };
 inline SpikeValues find_spikes(const ImageReads& reads) {
@@ -139,15 +155,21 @@ inline SpikeValues find_spikes(const ImageReads& reads) {
   SpikeValues values;
   std::size_t padded = 0;
   for (const auto& [count, value] : spikes) {
-    const bool region = fills_regions(reads, value);
-    (region ? values.padding : values.clipped).push_back(value);
-    padded += region ? count : 0;
+    const ValueLayout layout = value_layout(reads, value);
+    (layout.fills_regions ? values.padding.values : values.clipped).push_back(value);
+    padded += layout.fills_regions ? count : 0;
+    // The largest spike both padding and scattered is left out in its regions only, and read as
+    // a clip floor elsewhere.
+    if (layout.fills_regions && layout.also_scattered && std::isnan(values.padding.in_regions_only)) {
+      values.padding.in_regions_only = value;
+      values.clipped.insert(values.clipped.begin(), value);
+    }
   }
   // Regions of a few values and nothing else (a noise-free piecewise constant image): the image.
-  if (padded == sample.size()) values.padding.clear();
+  if (padded == sample.size()) values.padding = {};
   return values;
 }
-inline std::vector<float> find_padding(const ImageReads& reads) { return find_spikes(reads).padding; }
+inline Excluded find_padding(const ImageReads& reads) { return find_spikes(reads).padding; }
 
 inline double median(std::vector<double>& v) { return kth_smallest(v, v.size() / 2); }
 
@@ -185,7 +207,7 @@ inline double robust_sigma(std::vector<double> values) {
 // estimate_noise with the padding values given, from about max_samples residuals (every step-th
 // position of larger images), of the slices [z0, z0 + nz) as an image of their own (nz < 0: to
 // the last slice).
-NoiseEstimate estimate_noise_without(const ImageReads& reads, NoiseEstimator estimator, std::span<const float> padding,
+NoiseEstimate estimate_noise_without(const ImageReads& reads, NoiseEstimator estimator, const Excluded& padding,
                                      std::int64_t max_samples = 1000000, std::int64_t z0 = 0, std::int64_t nz = -1);
 
 // estimate_noise_model of the image `reads` reads (src/core/noise_model.cpp).

@@ -33,23 +33,32 @@ struct Padding {
   static constexpr int kMax = 128;
   float values[kMax];
   int count = 0;
+  float in_regions_only;  // detail::Excluded::in_regions_only
 };
-Padding to_padding(const std::vector<float>& padding) {
-  if (padding.size() > std::size_t(Padding::kMax)) {
-    throw Error(ErrorKind::Unsupported, fmt::format("{} padding values to leave out on the GPU (at most {})", padding.size(), Padding::kMax));
+Padding to_padding(const detail::Excluded& padding) {
+  if (padding.values.size() > std::size_t(Padding::kMax)) {
+    throw Error(ErrorKind::Unsupported,
+                fmt::format("{} padding values to leave out on the GPU (at most {})", padding.values.size(), Padding::kMax));
   }
   Padding p{};
-  std::copy(padding.begin(), padding.end(), p.values);
-  p.count = int(padding.size());
+  std::copy(padding.values.begin(), padding.values.end(), p.values);
+  p.count = int(padding.values.size());
+  p.in_regions_only = padding.in_regions_only;
   return p;
 }
 
-__device__ bool usable(float v, const Padding& padding) {
+// As detail::usable_voxel: the voxel (x, y, z) of the slices' image `in` (nx, ny in-plane).
+template <class T>
+__device__ bool usable(const T* __restrict__ in, i64 nx, i64 ny, i64 x, i64 y, i64 z, const Padding& padding) {
+  auto at = [&](i64 u, i64 w) { return float(in[(z * ny + w) * nx + u]); };
+  const float v = at(x, y);
   if (!isfinite(v)) return false;
-  for (int i = 0; i < padding.count; ++i) {
-    if (v == padding.values[i]) return false;
-  }
-  return true;
+  bool listed = false;
+  for (int i = 0; i < padding.count; ++i) listed = listed || v == padding.values[i];
+  if (!listed) return true;
+  if (!(v == padding.in_regions_only)) return false;
+  return !((x == 0 || at(x - 1, y) == v) && (x + 1 == nx || at(x + 1, y) == v) && (y == 0 || at(x, y - 1) == v) &&
+           (y + 1 == ny || at(x, y + 1) == v));
 }
 // std::min and std::max as the host calls them (the first argument where neither is less).
 __device__ float min_as_std(float a, float b) { return b < a ? b : a; }
@@ -87,11 +96,13 @@ __global__ void residuals_kernel(const T* __restrict__ in, i64 nx, i64 ny, bool 
       count = 6;
     }
     const float centre = u(x, y, z);
-    ok = usable(centre, padding);
+    ok = usable(in, nx, ny, x, y, z, padding) && usable(in, nx, ny, x - 1, y, z, padding) &&
+         usable(in, nx, ny, x + 1, y, z, padding) && usable(in, nx, ny, x, y - 1, z, padding) &&
+         usable(in, nx, ny, x, y + 1, z, padding) &&
+         (flat || (usable(in, nx, ny, x, y, z - 1, padding) && usable(in, nx, ny, x, y, z + 1, padding)));
     double mean = 0;
     float lo = centre, hi = centre;
     for (int i = 0; i < count; ++i) {
-      ok = ok && usable(neighbours[i], padding);
       mean = __dadd_rn(mean, double(neighbours[i]));
       lo = min_as_std(lo, neighbours[i]);
       hi = max_as_std(hi, neighbours[i]);
@@ -105,7 +116,7 @@ __global__ void residuals_kernel(const T* __restrict__ in, i64 nx, i64 ny, bool 
     for (int c = 0; c < (flat ? 4 : 8); ++c) {
       const i64 dx = c & 1, dy = (c >> 1) & 1, dz = (c >> 2) & 1;
       const float v = u(x + dx, y + dy, z + dz);
-      ok = ok && usable(v, padding);
+      ok = ok && usable(in, nx, ny, x + dx, y + dy, z + dz, padding);
       detail = __dadd_rn(detail, (dx + dy + dz) % 2 == 0 ? double(v) : -double(v));
       lo = min_as_std(lo, v);
       hi = max_as_std(hi, v);
@@ -130,9 +141,8 @@ __global__ void lag_sums_kernel(const T* __restrict__ in, i64 nx, i64 ny, i64 nz
   // The voxel at (x, y, z) as a double, or false where it is outside the image or not usable.
   auto read = [&](i64 x, i64 y, i64 z, double& v) {
     if (x < 0 || x >= nx || y < 0 || y >= ny || z < 0 || z >= nz) return false;
-    const float f = float(in[(z * ny + y) * nx + x]);
-    v = double(f);
-    return usable(f, padding);
+    v = double(float(in[(z * ny + y) * nx + x]));
+    return usable(in, nx, ny, x, y, z, padding);
   };
   double sum = 0;
   i64 count = 0;
@@ -216,7 +226,7 @@ class DeviceReads final : public detail::ImageReads {
     return download(out, out.size(), stream_);
   }
 
-  std::vector<Residual> residuals(NoiseEstimator estimator, i64 z0, i64 nz, const std::vector<float>& padding,
+  std::vector<Residual> residuals(NoiseEstimator estimator, i64 z0, i64 nz, const detail::Excluded& padding,
                                   i64 step) const override {
     const Dims d{dims().nx, dims().ny, nz};
     const bool flat = d.is_2d(), pseudo = estimator == NoiseEstimator::PseudoResidual;
@@ -246,7 +256,7 @@ class DeviceReads final : public detail::ImageReads {
     return out;
   }
 
-  void lag_sums(const std::vector<LagArea>& areas, const std::vector<Lag>& lags, const std::vector<float>& padding, double* sums,
+  void lag_sums(const std::vector<LagArea>& areas, const std::vector<Lag>& lags, const detail::Excluded& padding, double* sums,
                 i64* counts) const override {
     const i64 n = i64(areas.size()) * i64(lags.size());
     if (n == 0) return;

@@ -81,6 +81,65 @@ TEST(ImageReads, LagSumsAreTheSecondDifferencesOfEveryUsableVoxelOfTheArea) {
   EXPECT_EQ(counts[6 * lags.size()], 0);  // the area outside the image
 }
 
+TEST(ImageReads, AValueLeftOutInItsRegionsOnlyIsReadWhereItLiesScattered) {
+  // -1024 fills the first 9 columns (padding) and lies scattered elsewhere (clipped air): with it
+  // left out in its regions only, a voxel of it is usable unless its in-plane neighbours in the
+  // image all hold it too.
+  const ctd::Dims d{37, 29, 3};
+  ctd::Volume v = padded_noise(d, 7, -1024.0f);
+  for (i64 z = 0; z < d.nz; ++z)
+    for (i64 y = 0; y < d.ny; ++y)
+      for (i64 x = 0; x < 9; ++x) v.view()(x, y, z) = -1024.0f;
+  auto value = [&](i64 x, i64 y, i64 z) { return v.data()[(z * d.ny + y) * d.nx + x]; };
+  auto usable = [&](i64 x, i64 y, i64 z) {
+    const float f = value(x, y, z);
+    if (!std::isfinite(f)) return false;
+    if (f != -1024.0f) return true;
+    for (const auto& [dx, dy] : {std::pair<i64, i64>{-1, 0}, {1, 0}, {0, -1}, {0, 1}}) {
+      const i64 nx = x + dx, ny = y + dy;
+      if (nx >= 0 && ny >= 0 && nx < d.nx && ny < d.ny && value(nx, ny, z) != -1024.0f) return true;
+    }
+    return false;
+  };
+  const std::vector<LagArea> areas{{0, 0, 0}, {5, 9, 1}, {13, 9, 2}, {-4, -3, 0}, {33, 25, 2}};
+  const std::vector<Lag> lags{{1, 0, 0}, {0, 1, 0}, {2, -1, 0}, {0, 0, 1}, {4, 0, 0}};
+  std::vector<double> sums(areas.size() * lags.size());
+  std::vector<i64> counts(sums.size());
+  const auto reads = ctd::detail::host_reads(v.view());
+  reads->lag_sums(areas, lags, ctd::detail::Excluded({-1024.0f}, -1024.0f), sums.data(), counts.data());
+  i64 scattered_read = 0;
+  for (std::size_t a = 0; a < areas.size(); ++a)
+    for (std::size_t l = 0; l < lags.size(); ++l) {
+      const Lag g = lags[l];
+      double expected = 0;
+      i64 count = 0;
+      for (i64 y = areas[a].y; y < areas[a].y + 8; ++y)
+        for (i64 x = areas[a].x; x < areas[a].x + 8; ++x) {
+          const i64 z = areas[a].z;
+          auto inside = [&](i64 px, i64 py, i64 pz) { return px >= 0 && py >= 0 && pz >= 0 && px < d.nx && py < d.ny && pz < d.nz; };
+          if (!inside(x - g.dx, y - g.dy, z - g.dz) || !inside(x, y, z) || !inside(x + g.dx, y + g.dy, z + g.dz)) continue;
+          if (!usable(x - g.dx, y - g.dy, z - g.dz) || !usable(x, y, z) || !usable(x + g.dx, y + g.dy, z + g.dz)) continue;
+          const double p = value(x - g.dx, y - g.dy, z - g.dz), c = value(x, y, z), n = value(x + g.dx, y + g.dy, z + g.dz);
+          expected += (p - 2 * c + n) * (p - 2 * c + n);
+          ++count;
+          scattered_read += c == -1024.0;
+        }
+      const std::size_t k = a * lags.size() + l;
+      EXPECT_EQ(counts[k], count) << "area " << a << " lag " << l;
+      EXPECT_NEAR(sums[k], expected, 1e-12 * std::max(1.0, expected)) << "area " << a << " lag " << l;
+    }
+  EXPECT_GT(scattered_read, 10);  // scattered voxels of the value were read
+  EXPECT_EQ(counts[0], 0);        // the region's inside was not
+  // The pseudo-residuals likewise: each position's five voxels usable by the same rule.
+  const std::vector<ctd::detail::Residual> got =
+      reads->residuals(ctd::NoiseEstimator::PseudoResidual, 0, 1, ctd::detail::Excluded({-1024.0f}, -1024.0f), 1);
+  std::size_t expected_count = 0;
+  for (i64 y = 1; y + 1 < d.ny; ++y)
+    for (i64 x = 1; x + 1 < d.nx; ++x)
+      expected_count += usable(x, y, 0) && usable(x - 1, y, 0) && usable(x + 1, y, 0) && usable(x, y - 1, 0) && usable(x, y + 1, 0);
+  EXPECT_EQ(got.size(), expected_count);
+}
+
 TEST(ImageReads, ResidualsAreTheScaledPseudoResidualsAndHaarDetailsOfUsableNeighbourhoods) {
   const ctd::Dims d{23, 19, 7};
   const std::vector<float> padding{-1024.0f};

@@ -63,7 +63,7 @@ TEST(Noise, NoiselessImageGivesZeroAndTinyImagesAreRefused) {
 TEST(Noise, NonFiniteVoxelsDoNotStopThePaddingSearchOrTheModel) {
   ctd::Volume v = phantom({96, 96, 6}, 20.0, 5);
   for (std::int64_t i : {std::int64_t(0), v.size() / 3, v.size() - 1}) v.data()[i] = std::numeric_limits<float>::quiet_NaN();
-  const std::vector<float> padding = ctd::detail::find_padding(*ctd::detail::host_reads(v.view()));
+  const std::vector<float> padding = ctd::detail::find_padding(*ctd::detail::host_reads(v.view())).values;
   ASSERT_FALSE(padding.empty());
   EXPECT_EQ(padding.front(), -3024.0f);
   const ctd::NoiseModel m = ctd::estimate_noise_model(v.view());
@@ -91,15 +91,31 @@ TEST(Noise, AClipFloorIsNotTakenForPadding) {
     }
     ASSERT_GT(floor, clipped.size() / 50);  // the air is clipped, as a scanner stores it
     const ctd::detail::SpikeValues spikes = ctd::detail::find_spikes(*ctd::detail::host_reads(clipped.view()));
-    EXPECT_EQ(spikes.padding, std::vector<float>{-3024.0f});
+    EXPECT_EQ(spikes.padding.values, std::vector<float>{-3024.0f});
+    EXPECT_TRUE(std::isnan(spikes.padding.in_regions_only));
     EXPECT_EQ(spikes.clipped, std::vector<float>{-1024.0f});
     const ctd::NoiseModel m = ctd::estimate_noise_model(clipped.view());
     EXPECT_EQ(m.excluded_value, -3024.0);
     EXPECT_EQ(m.clipped_value, -1024.0);
     const ctd::detail::SpikeValues set = ctd::detail::find_spikes(*ctd::detail::host_reads(region.view()));
     EXPECT_TRUE(set.clipped.empty());
-    EXPECT_NE(std::find(set.padding.begin(), set.padding.end(), -1024.0f), set.padding.end());
+    EXPECT_NE(std::find(set.padding.values.begin(), set.padding.values.end(), -1024.0f), set.padding.values.end());
     EXPECT_TRUE(std::isnan(ctd::estimate_noise_model(phantom(dims, 30.0, 11).view()).clipped_value));
+    // The same floor outside the field of view too, as some scanners store it: padding in its
+    // regions only, a clip floor elsewhere; the noise model then reads the air's level as where
+    // the outside is another value.
+    ctd::Volume both = clipped;
+    for (std::int64_t i = 0; i < both.size(); ++i)
+      if (both.data()[i] == -3024) both.data()[i] = -1024;
+    const ctd::detail::SpikeValues mixed = ctd::detail::find_spikes(*ctd::detail::host_reads(both.view()));
+    EXPECT_EQ(mixed.padding.values, std::vector<float>{-1024.0f});
+    EXPECT_EQ(mixed.padding.in_regions_only, -1024.0f);
+    EXPECT_EQ(mixed.clipped, std::vector<float>{-1024.0f});
+    const ctd::NoiseModel mb = ctd::estimate_noise_model(both.view());
+    EXPECT_EQ(mb.excluded_value, -1024.0);
+    EXPECT_EQ(mb.clipped_value, -1024.0);
+    EXPECT_NEAR(mb.sigma, m.sigma, 0.03 * m.sigma);
+    EXPECT_NEAR(mb.pseudo_residual_sigma, m.pseudo_residual_sigma, 0.03 * m.pseudo_residual_sigma);
   }
 }
 

@@ -106,38 +106,43 @@ ctd::Volume phantom(ctd::Dims d, std::uint32_t seed, double sigma, double blur, 
 TEST(ImageReadsCuda, EachReadGivesTheHostsBits) {
   CTD_REQUIRE_CUDA_DEVICE();
   const ctd::Dims d{45, 37, 9};
-  const ctd::Volume v = phantom(d, 3, 20, 0.8, 0.4, 5);
-  const std::vector<float> padding{-1024.0f};
+  ctd::Volume v = phantom(d, 3, 20, 0.8, 0.4, 5);
+  // The padding value scattered in the body too, as clipped air is where a scanner stores its
+  // floor outside the field of view as well: left out everywhere, or in its regions only.
+  for (i64 i = 0; i < v.size(); ++i)
+    if (v.data()[i] > -1000 && v.data()[i] < 25) v.data()[i] = -1024;
   const DeviceImage image(v);
   const auto host = ctd::detail::host_reads(v.view());
   const auto gpu = ctd::detail::device_reads(image.data(), d, nullptr);
   EXPECT_EQ(gpu->every(5, d.count() / 5), host->every(5, d.count() / 5));
-  for (const auto estimator : {ctd::NoiseEstimator::PseudoResidual, ctd::NoiseEstimator::WaveletMad})
-    for (const auto& [z0, nz, step] : {std::tuple<i64, i64, i64>{0, 9, 1}, {2, 5, 7}, {4, 1, 3}}) {
-      const auto a = host->residuals(estimator, z0, nz, padding, step), b = gpu->residuals(estimator, z0, nz, padding, step);
-      ASSERT_EQ(a.size(), b.size());
-      ASSERT_GT(a.size(), 10u);
-      for (std::size_t i = 0; i < a.size(); ++i) {
-        ASSERT_EQ(a[i].value, b[i].value) << i;
-        ASSERT_EQ(a[i].range, b[i].range) << i;
+  for (const ctd::detail::Excluded& padding : {ctd::detail::Excluded{-1024.0f}, ctd::detail::Excluded({-1024.0f}, -1024.0f)}) {
+    for (const auto estimator : {ctd::NoiseEstimator::PseudoResidual, ctd::NoiseEstimator::WaveletMad})
+      for (const auto& [z0, nz, step] : {std::tuple<i64, i64, i64>{0, 9, 1}, {2, 5, 7}, {4, 1, 3}}) {
+        const auto a = host->residuals(estimator, z0, nz, padding, step), b = gpu->residuals(estimator, z0, nz, padding, step);
+        ASSERT_EQ(a.size(), b.size());
+        ASSERT_GT(a.size(), 10u);
+        for (std::size_t i = 0; i < a.size(); ++i) {
+          ASSERT_EQ(a[i].value, b[i].value) << i;
+          ASSERT_EQ(a[i].range, b[i].range) << i;
+        }
       }
-    }
-  std::vector<ctd::detail::LagArea> areas;
-  for (i64 z = 0; z < d.nz; z += 2)
-    for (i64 y = -4; y < d.ny; y += 7)
-      for (i64 x = -6; x < d.nx; x += 5) areas.push_back({x, y, z});
-  std::vector<ctd::detail::Lag> lags;
-  for (int dz = 0; dz <= 2; ++dz)
-    for (int dy = -3; dy <= 3; ++dy)
-      for (int dx = -3; dx <= 3; ++dx) lags.push_back({dx, dy, dz});
-  lags.push_back({13, 0, 0});
-  const std::size_t n = areas.size() * lags.size();
-  std::vector<double> host_sums(n), gpu_sums(n);
-  std::vector<i64> host_counts(n), gpu_counts(n);
-  host->lag_sums(areas, lags, padding, host_sums.data(), host_counts.data());
-  gpu->lag_sums(areas, lags, padding, gpu_sums.data(), gpu_counts.data());
-  EXPECT_EQ(gpu_sums, host_sums);
-  EXPECT_EQ(gpu_counts, host_counts);
+    std::vector<ctd::detail::LagArea> areas;
+    for (i64 z = 0; z < d.nz; z += 2)
+      for (i64 y = -4; y < d.ny; y += 7)
+        for (i64 x = -6; x < d.nx; x += 5) areas.push_back({x, y, z});
+    std::vector<ctd::detail::Lag> lags;
+    for (int dz = 0; dz <= 2; ++dz)
+      for (int dy = -3; dy <= 3; ++dy)
+        for (int dx = -3; dx <= 3; ++dx) lags.push_back({dx, dy, dz});
+    lags.push_back({13, 0, 0});
+    const std::size_t n = areas.size() * lags.size();
+    std::vector<double> host_sums(n), gpu_sums(n);
+    std::vector<i64> host_counts(n), gpu_counts(n);
+    host->lag_sums(areas, lags, padding, host_sums.data(), host_counts.data());
+    gpu->lag_sums(areas, lags, padding, gpu_sums.data(), gpu_counts.data());
+    EXPECT_EQ(gpu_sums, host_sums);
+    EXPECT_EQ(gpu_counts, host_counts);
+  }
   EXPECT_EQ(gpu->unusable_per_block({1, 2, 0}, 8, 3, 5, 4, 3, -1024.0f), host->unusable_per_block({1, 2, 0}, 8, 3, 5, 4, 3, -1024.0f));
   const std::vector<ctd::detail::Corner> corners{{0, 0, 0}, {37, 29, 6}, {11, 3, 2}, {20, 20, 1}, {5, 17, 0}, {30, 1, 4}};
   ctd::Volume a({24, 16, 3}), b({24, 16, 3});
@@ -201,6 +206,13 @@ TEST(ImageReadsCuda, TheNoiseModelIsTheHostsOnEveryPath) {
     EXPECT_EQ(host.clipped_value, 15.0);
     EXPECT_EQ(host.excluded_value, -1024.0);
     expect_same_model(ctd::estimate_noise_model(v.view(), gpu), host, "clipped");
+    // The same floor as the padding around the body: left out in its regions only.
+    for (i64 i = 0; i < v.size(); ++i)
+      if (v.data()[i] == 15) v.data()[i] = -1024;
+    const ctd::NoiseModel both = ctd::estimate_noise_model(v.view());
+    EXPECT_EQ(both.clipped_value, -1024.0);
+    EXPECT_EQ(both.excluded_value, -1024.0);
+    expect_same_model(ctd::estimate_noise_model(v.view(), gpu), both, "clipped as the padding");
   }
   // Too small to estimate: the same error on both.
   const ctd::Volume tiny = random_volume({4, 4, 1}, 1);
