@@ -100,7 +100,7 @@ class ImageReads {
   // The slices [z0, z0 + nz) as an image of their own: its pseudo-residuals (interior voxels:
   // sqrt(4/5) or sqrt(6/7) x (centre - the mean of its 4 or 6 neighbours)) or orthonormal Haar
   // diagonal details of 2 x 2 (x 2) blocks, at every step-th position of their grid in scan
-  // order, those whose voxels are all usable (finite and not in `padding`), in order.
+  // order, those whose voxels are all usable (usable_voxel under `padding`), in order.
   virtual std::vector<Residual> residuals(NoiseEstimator estimator, std::int64_t z0, std::int64_t nz,
                                           const Excluded& padding, std::int64_t step) const = 0;
 
