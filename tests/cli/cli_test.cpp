@@ -10,8 +10,10 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <fstream>
 #include <limits>
+#include <random>
 
 namespace {
 
@@ -234,6 +236,26 @@ TEST(Cli, InfoDescribesAnImage) {
   EXPECT_NE(r.out.find("noise model: sigma"), std::string::npos) << r.out;
   EXPECT_EQ(nlohmann::json::parse(slurp(dir / "info.json"))["spacing_mm"][2], 2.0);
   EXPECT_EQ(nlohmann::json::parse(slurp(dir / "info.json"))["statistics"]["non_finite_voxels"], 0);
+}
+
+// Air stored clipped at -1024 HU, as scanners store it, is named as such, and padding as padding.
+TEST(Cli, InfoNamesAClipFloorApartFromPadding) {
+  TempDir dir;
+  ctd::Volume v({96, 80, 3});
+  std::mt19937 rng(3);
+  std::normal_distribution<float> noise(0.0f, 30.0f);
+  for (std::int64_t z = 0; z < 3; ++z)
+    for (std::int64_t y = 0; y < 80; ++y)
+      for (std::int64_t x = 0; x < 96; ++x) {
+        const float value = (x > 30 && x < 70 && y > 20 && y < 60 ? 40.0f : -1000.0f) + noise(rng);
+        v.view()(x, y, z) = x < 10 ? -3024.0f : std::max(value, -1024.0f);
+      }
+  ctd::io::write_image(v, {}, dir / "clipped.mha");
+  const Result r = run(dir, "info clipped.mha --json info.json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("padding -3024 left out"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("clipped:    values clipped at -1024"), std::string::npos) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(slurp(dir / "info.json"))["noise_sigma"]["model"]["clipped_value"], -1024.0);
 }
 
 // An image with NaN voxels is described (its figures over the finite voxels, the others counted),
