@@ -28,10 +28,9 @@ constexpr std::int64_t kLeastSampleBlocks = 64;  // blocks in the sample of a la
 // image). A tile that anatomy inflates, alone among quieter ones, takes theirs; a region whose
 // noise is stronger keeps its level.
 constexpr std::size_t kLevelNeighbours = 9;
-// The median of `levels` (at `at`) over the kLevelNeighbours nearest `where`.
-double median_of_nearest_to(const std::array<double, 3>& where, const std::vector<std::array<double, 3>>& at,
-                            const std::vector<double>& levels) {
-  const std::size_t n = levels.size();
+// The indices of the kLevelNeighbours points of `at` nearest `where` (ties: the lower index).
+std::vector<std::size_t> nearest(const std::array<double, 3>& where, const std::vector<std::array<double, 3>>& at) {
+  const std::size_t n = at.size();
   std::vector<std::pair<double, std::size_t>> by_distance(n);
   for (std::size_t j = 0; j < n; ++j) {
     const double dx = at[j][0] - where[0], dy = at[j][1] - where[1], dz = at[j][2] - where[2];
@@ -39,13 +38,18 @@ double median_of_nearest_to(const std::array<double, 3>& where, const std::vecto
   }
   const std::size_t k = std::min(n, kLevelNeighbours);
   std::partial_sort(by_distance.begin(), by_distance.begin() + std::ptrdiff_t(k), by_distance.end());
-  std::vector<double> near(k);
-  for (std::size_t j = 0; j < k; ++j) near[j] = levels[by_distance[j].second];
+  std::vector<std::size_t> out(k);
+  for (std::size_t j = 0; j < k; ++j) out[j] = by_distance[j].second;
+  return out;
+}
+double median_at(const std::vector<std::size_t>& indices, const std::vector<double>& levels) {
+  std::vector<double> near(indices.size());
+  for (std::size_t j = 0; j < indices.size(); ++j) near[j] = levels[indices[j]];
   return detail::median(near);
 }
 std::vector<double> median_of_nearest(const std::vector<std::array<double, 3>>& at, const std::vector<double>& levels) {
   std::vector<double> out(levels.size());
-  for (std::size_t i = 0; i < levels.size(); ++i) out[i] = median_of_nearest_to(at[i], at, levels);
+  for (std::size_t i = 0; i < levels.size(); ++i) out[i] = median_at(nearest(at[i], at), levels);
   return out;
 }
 
@@ -65,8 +69,9 @@ void fill_censored(const std::vector<std::array<double, 3>>& at, const std::vect
   if (kept_at.empty() || kept_at.size() == censored.size()) return;
   for (std::size_t t = 0; t < censored.size(); ++t) {
     if (!censored[t]) continue;
-    levels[t] = median_of_nearest_to(at[t], kept_at, kept_levels);
-    flat_levels[t] = median_of_nearest_to(at[t], kept_at, kept_flat);
+    const std::vector<std::size_t> near = nearest(at[t], kept_at);
+    levels[t] = median_at(near, kept_levels);
+    flat_levels[t] = median_at(near, kept_flat);
   }
 }
 
@@ -541,10 +546,12 @@ Sample make_sample(const ImageReads& reads, const SampleLayout& layout, const No
   // out, 0.98 x).
   auto mask_of = [&](Sample& s) {
     s.mask.resize(std::size_t(s.image.dims().count()));
-    for (std::size_t i = 0; i < s.mask.size(); ++i) s.mask[i] = usable(s.image.data()[i]) ? 1 : 0;
-    s.counted = s.mask;
-    for (std::size_t i = 0; i < s.mask.size(); ++i)
-      if (double(s.image.data()[i]) == noise.clipped_value) s.counted[i] = 0;
+    s.counted.resize(s.mask.size());
+    for (std::size_t i = 0; i < s.mask.size(); ++i) {
+      const float v = s.image.data()[i];
+      s.mask[i] = usable(v) ? 1 : 0;
+      s.counted[i] = s.mask[i] && !(double(v) == noise.clipped_value) ? 1 : 0;
+    }
   };
   Sample s;
   if (layout.whole) {
