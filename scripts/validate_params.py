@@ -12,7 +12,10 @@ runs the robustness textures outside the matrix (blurred and sharpened white noi
 FBP, signal-dependent white noise) into their own table, --whole whole 512 x 512 slices, --volumes
 whole 3D volumes (large enough that the automatic choice runs on a sample of blocks), --heldout
 scans and textures that no rule was fitted on (VTK's FullHead slice and quarter-resolution head;
-band-pass, stretched, thick-slice and 720-view Hann FBP noise)."""
+band-pass, stretched, thick-slice and 720-view Hann FBP noise). --user-settings runs the settings users
+run that the matrix leaves out (the CLI's default NLM in 3D, the bias term from the noise model, the
+Gaussian patch kernel, the centre weight "max", wider bilateral windows) on the set given, into the
+table of "Settings the matrix leaves out"; --from takes several JSON files (sets run apart)."""
 import argparse, json, pathlib, subprocess, sys
 
 root = pathlib.Path(__file__).resolve().parent.parent
@@ -20,7 +23,24 @@ MARKERS = {"matrix": ("<!-- validation:begin -->", "<!-- validation:end -->"),
            "extra": ("<!-- validation-extra:begin -->", "<!-- validation-extra:end -->"),
            "whole": ("<!-- validation-whole:begin -->", "<!-- validation-whole:end -->"),
            "volumes": ("<!-- validation-volumes:begin -->", "<!-- validation-volumes:end -->"),
-           "heldout": ("<!-- validation-heldout:begin -->", "<!-- validation-heldout:end -->")}
+           "heldout": ("<!-- validation-heldout:begin -->", "<!-- validation-heldout:end -->"),
+           "user-settings": ("<!-- validation-user-settings:begin -->", "<!-- validation-user-settings:end -->")}
+
+
+def within_goal(c):
+    """Within 0.5 dB and 0.005 SSIM of the best of the sweep (the goal, less "never below the input")."""
+    return c["best"]["psnr"] - c["auto"]["psnr"] <= 0.5 and c["best"]["ssim"] - c["auto"]["ssim"] <= 0.005
+
+
+def by_setting(cases):
+    """A line per dimension and setting: cases within the goal, the worst PSNR gap, below the input."""
+    lines = ["| dim | setting | within the goal | worst PSNR gap | below the noisy input |", "|---|---|---|---|---|"]
+    for dim, setting in sorted({(c["dim"], c["setting"]) for c in cases}):
+        rows = [c for c in cases if c["dim"] == dim and c["setting"] == setting]
+        worst = max(c["best"]["psnr"] - c["auto"]["psnr"] for c in rows)
+        below = sum(1 for c in rows if c["auto"]["psnr"] < c["noisy"]["psnr"] or c["auto"]["ssim"] < c["noisy"]["ssim"])
+        lines.append(f"| {dim} | {setting} | {sum(map(within_goal, rows))} of {len(rows)} | {worst:.2f} dB | {below} |")
+    return lines + [""]
 
 
 def added_sigma(case):
@@ -28,8 +48,8 @@ def added_sigma(case):
     return float(case["texture"].rsplit("sigma", 1)[1])
 
 
-def render(cases, partial_note, begin, end):
-    lines = [begin, "", partial_note, ""]
+def render(cases, partial_note, begin, end, per_setting=False):
+    lines = [begin, "", partial_note, ""] + (by_setting(cases) if per_setting else [])
     for filt in ("nlm", "bilateral"):
         rows = [c for c in cases if c["filter"] == filt]
         if not rows:
@@ -38,7 +58,7 @@ def render(cases, partial_note, begin, end):
         sgap = lambda c: c["best"]["ssim"] - c["auto"]["ssim"]
         worst = max(rows, key=gap)
         worst_s = max(rows, key=sgap)
-        within = sum(1 for c in rows if gap(c) <= 0.5 and sgap(c) <= 0.005)
+        within = sum(map(within_goal, rows))
         below = [c for c in rows if c["auto"]["psnr"] < c["noisy"]["psnr"] or c["auto"]["ssim"] < c["noisy"]["ssim"]]
         lines += [f"**{'NLM' if filt == 'nlm' else 'Bilateral filter'}** ({len(rows)} cases): "
                   f"{within} within 0.5 dB and 0.005 SSIM of the best of the sweep; "
@@ -51,7 +71,7 @@ def render(cases, partial_note, begin, end):
         clean = [c for c in rows if c["reference_noise_sigma"] < added_sigma(c) / 3]
         if clean:
             worst_c = max(clean, key=gap)
-            within_c = sum(1 for c in clean if gap(c) <= 0.5 and sgap(c) <= 0.005)
+            within_c = sum(map(within_goal, clean))
             lines += ["", f"Of these, the {len(clean)} whose reference's own sigma is under a third of the noise added: "
                           f"{within_c} within the goal; worst PSNR gap {gap(worst_c):.2f} dB ({worst_c['dim']} {worst_c['scan']}, "
                           f"{worst_c['texture']}, {worst_c['setting']})."]
@@ -75,26 +95,30 @@ def main():
     parser.add_argument("--whole", action="store_true", help="whole 512 x 512 slices, into their own table")
     parser.add_argument("--volumes", action="store_true", help="whole 3D volumes, into their own table")
     parser.add_argument("--heldout", action="store_true", help="scans and textures no rule was fitted on, into their own table")
-    parser.add_argument("--from", dest="source", help="render this JSON instead of running the matrix")
+    parser.add_argument("--user-settings", action="store_true",
+                        help="the settings the matrix leaves out, on the set given, into their own table")
+    parser.add_argument("--from", dest="source", nargs="+", help="render these JSON files instead of running the matrix")
     parser.add_argument("--expected", type=int, default=0, help="cases of the full matrix (for a partial run's note)")
     args = parser.parse_args()
     # The set asked for (one of these flags), or None: the matrix.
     kind = next((k for k in ("reduced", "extra", "whole", "volumes", "heldout") if getattr(args, k)), None)
     if args.source:
-        out = pathlib.Path(args.source)
+        sources = [pathlib.Path(f) for f in args.source]
     else:
-        out = root / "build" / "validation" / f"{kind or 'full'}.json"
+        out = root / "build" / "validation" / f"{kind or 'full'}{'-user-settings' if args.user_settings else ''}.json"
         out.parent.mkdir(parents=True, exist_ok=True)
         cmd = [str(root / "build" / "validate_params"), "--data", args.data, "--json", str(out)]
         cmd += [f"--{kind}"] if kind else []
+        cmd += ["--user-settings"] if args.user_settings else []
         subprocess.run(cmd, check=True)
-    cases = json.loads(out.read_text())
+        sources = [out]
+    cases = [c for f in sources for c in json.loads(f.read_text())]
     note = f"{len(cases)} cases" + (f" of the {args.expected} of the full matrix (the run was cut short)" if args.expected and len(cases) < args.expected else "")
     doc = root / "docs" / "parameters.md"
     text = doc.read_text()
-    begin, end = MARKERS[kind if kind in MARKERS else "matrix"]
+    begin, end = MARKERS["user-settings" if args.user_settings else kind if kind in MARKERS else "matrix"]
     a, b = text.index(begin), text.index(end) + len(end)
-    doc.write_text(text[:a] + render(cases, note, begin, end) + text[b:])
+    doc.write_text(text[:a] + render(cases, note, begin, end, per_setting=args.user_settings) + text[b:])
     print(f"wrote {len(cases)} cases into docs/parameters.md", file=sys.stderr)
 
 

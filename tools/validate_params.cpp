@@ -2,7 +2,7 @@
 // textures and doses, several radii, 2D and 3D, NLM and the bilateral filter. For each case it
 // compares the automatic value with the best of a sweep against the noise-free reference.
 //
-//   validate_params --data ../shared/data [--reduced | --extra | --whole | --volumes | --heldout] [--json out.json] [--only TEXT] [--oracle] [--models-only | --auto-only] [--curves] [--device cpu|auto]
+//   validate_params --data ../shared/data [--reduced | --extra | --whole | --volumes | --heldout] [--json out.json] [--only TEXT] [--user-settings] [--oracle] [--models-only | --auto-only] [--curves] [--device cpu|auto]
 //
 // --device auto runs the filters (the sweeps and the automatic choice) on the GPU when there is
 // one: the full matrix then takes minutes instead of an hour.
@@ -227,6 +227,7 @@ struct Setting {
   std::string label;
   ctd::NlmParams nlm;
   ctd::BilateralParams bf;
+  bool noise_sigma_auto = false;  // NLM's bias term 2 sigma^2 from the noise model (--noise-sigma auto)
 };
 
 struct Quality {
@@ -274,9 +275,12 @@ std::pair<double, double> best_of_sweep(const std::function<double(double)>& psn
   return {centre * std::exp2(best->first / 4), best->second};
 }
 
-std::vector<Setting> settings(bool flat, bool reduced) {
+// The settings of the matrix (the radii), or with `user` those it leaves out that users
+// run: the CLI's default NLM in 3D (search 5, patch 1), the bias term from the noise model, the
+// Gaussian patch kernel, the centre weight "max" and wider bilateral windows.
+std::vector<Setting> settings(bool flat, bool reduced, bool user) {
   std::vector<Setting> out;
-  auto nlm = [&](int rs, int rp, ctd::PatchDistance distance = ctd::PatchDistance::L2) {
+  auto nlm = [&](int rs, int rp, ctd::PatchDistance distance = ctd::PatchDistance::L2) -> Setting& {
     Setting s;
     s.filter = "nlm";
     s.nlm.search_radius = rs;
@@ -284,6 +288,7 @@ std::vector<Setting> settings(bool flat, bool reduced) {
     s.nlm.distance = distance;
     s.label = fmt::format("NLM search {} patch {}{}", rs, rp, distance == ctd::PatchDistance::L1 ? " L1" : "");
     out.push_back(s);
+    return out.back();
   };
   auto bf = [&](float sigma, ctd::SpatialUnit unit) {
     Setting s;
@@ -293,6 +298,35 @@ std::vector<Setting> settings(bool flat, bool reduced) {
     s.label = fmt::format("bilateral sigma_s {} {}", sigma, unit == ctd::SpatialUnit::Voxel ? "vox" : "mm");
     out.push_back(s);
   };
+  auto noise_sigma_auto = [](Setting& s) {
+    s.noise_sigma_auto = true;
+    s.label += " noise-sigma auto";
+  };
+  auto gaussian = [](Setting& s) {
+    s.nlm.patch_kernel = ctd::PatchKernel::Gaussian;
+    s.label += " gaussian";
+  };
+  auto centre_max = [](Setting& s) {
+    s.nlm.centre_weight = ctd::CentreWeight::Max;
+    s.label += " centre max";
+  };
+  if (user) {
+    if (flat) {
+      noise_sigma_auto(nlm(5, 1));
+      gaussian(nlm(5, 2));
+      centre_max(nlm(5, 1));
+      bf(2.5f, ctd::SpatialUnit::Voxel);
+    } else {
+      nlm(5, 1);
+      Setting& g = nlm(3, 2);
+      gaussian(g);
+      noise_sigma_auto(g);
+      centre_max(nlm(3, 1));
+      bf(2, ctd::SpatialUnit::Voxel);
+    }
+    bf(3, ctd::SpatialUnit::Millimetre);
+    return out;
+  }
   if (reduced) {
     nlm(flat ? 5 : 3, 1);
     bf(1.5f, ctd::SpatialUnit::Voxel);
@@ -316,7 +350,7 @@ std::vector<Setting> settings(bool flat, bool reduced) {
 
 int main(int argc, char** argv) {
   std::string data_dir = "../shared/data", json_path;
-  bool reduced = false, oracle_too = false, extra = false, whole = false, volumes = false, heldout = false;
+  bool reduced = false, user_settings = false, oracle_too = false, extra = false, whole = false, volumes = false, heldout = false;
   double check_gap = -1;
   int threads = 0;
   std::string only, dump;
@@ -335,6 +369,7 @@ int main(int argc, char** argv) {
     else if (a == "--whole") whole = true;  // whole 512 x 512 slices instead of crops
     else if (a == "--volumes") volumes = true;  // whole 3D volumes, large enough to be sampled
     else if (a == "--heldout") heldout = true;  // scans and textures that no rule was fitted on
+    else if (a == "--user-settings") user_settings = true;  // the settings users run that the matrix leaves out (settings())
     else if (a == "--oracle") oracle_too = true;  // also the choice with the noise model of the added noise alone
     else if (a == "--check") check_gap = std::stod(next());  // exit 1 when a case's PSNR gap is larger, or below the noisy input
     else if (a == "--threads") threads = std::stoi(next());
@@ -489,7 +524,7 @@ int main(int argc, char** argv) {
           const Texture& t = (flat ? textures2d : textures3d)[ti];
           const std::string case_name = fmt::format("{} {} | {}", flat ? "2D" : "3D", scan.name, t.name);
           bool any = false;
-          for (const Setting& s : settings(flat, reduced)) any = any || (case_name + " | " + s.label).find(only) != std::string::npos;
+          for (const Setting& s : settings(flat, reduced, user_settings)) any = any || (case_name + " | " + s.label).find(only) != std::string::npos;
           if (!any) continue;
           const auto [reference, noisy] = make_pair(scan.volume, t, 1000 + ti);
           if (!dump.empty()) {
@@ -513,8 +548,10 @@ int main(int argc, char** argv) {
             for (i64 i = 0; i < added.size(); ++i) added.data()[i] -= reference.data()[i];
             oracle_model = ctd::estimate_noise_model(added.view());
           }
-          for (const Setting& s : settings(flat, reduced)) {
-            if ((case_name + " | " + s.label).find(only) == std::string::npos) continue;
+          for (const Setting& setting : settings(flat, reduced, user_settings)) {
+            if ((case_name + " | " + setting.label).find(only) == std::string::npos) continue;
+            Setting s = setting;
+            if (s.noise_sigma_auto) s.nlm.noise_sigma = float(ctd::auto_nlm_noise_sigma(noisy_model, s.nlm, noisy.dims()));
             auto choose = [&](const ctd::NoiseModel& model) {
               if (s.filter == "nlm") return ctd::auto_nlm_h(noisy.view(), s.nlm, model, context);
               ctd::BilateralParams p = s.bf;
