@@ -105,11 +105,20 @@ AutoChoice choose(const detail::ImageReads& image, const NoiseModel& noise, doub
   // radius 3), too few tiles to tell a fan's source and fit (NLM took "one level" there and was
   // 4.9 dB under-smoothed, h 0.5 x the best; with 64 blocks within 0.01 dB). Reading tiles costs
   // no filter run.
+  // Its blocks are kMapBlockSlices deep in 3D whatever the filter's reach, so that whether the
+  // noise is taken for a scan's does not hang on the filter's settings: with the filter's own
+  // depth (6-16 slices), CThead's 40 slices with ramp noise correlated across slices were taken
+  // for a scan at search radius 3 (10 slices: within 0.05 dB of the best h) and not at the CLI's
+  // default 5 (14 slices: 1.77 dB over-smoothed), as the tiles' levels beyond their intensity
+  // fitted the rays 0.43 and 0.12 (docs/parameters.md, "Settings the matrix leaves out").
+  SampleLayout map_layout = layout;
+  if (!layout.whole) {
+    if (!image.dims().is_2d()) map_layout.bz = std::min<i64>(detail::kMapBlockSlices, image.dims().nz);
+    map_layout.wanted = std::max(layout.wanted, detail::kLeastMapBlocks);
+  }
   std::optional<Sample> map_sample;
-  if (!layout.whole && layout.wanted < detail::kLeastMapBlocks) {
-    SampleLayout wider = layout;
-    wider.wanted = detail::kLeastMapBlocks;
-    map_sample = detail::make_sample(image, wider, noise);
+  if (map_layout.bz != layout.bz || map_layout.wanted != layout.wanted) {
+    map_sample = detail::make_sample(image, map_layout, noise);
     detail::measure_level(*map_sample, noise);
   }
   std::optional<detail::ScanMap> map = detail::scan_map(image, map_sample ? *map_sample : sample, noise);

@@ -73,6 +73,8 @@ struct SampleLayout {
 SampleLayout sample_layout(const Dims& d, int reach_xy, int reach_z, bool margins);
 // Blocks whose tiles the scan-like map is fitted to, at least (where the image has them).
 constexpr std::int64_t kLeastMapBlocks = 64;
+// Slices of those blocks in 3D (the filter's own blocks at NLM search radius 3, patch radius 1).
+constexpr std::int64_t kMapBlockSlices = 10;
 
 // The image's blocks (or the image itself) copied side by side, with the mask; the noise level is
 // left at its defaults until measure_level.
