@@ -69,13 +69,21 @@ struct Excluded {
   Excluded(std::initializer_list<float> v) : values(v) {}
 };
 
+#ifdef __CUDACC__
+#define CTD_HOST_DEVICE __host__ __device__
+#else
+#define CTD_HOST_DEVICE
+#endif
+
 // Whether the voxel (x, y, z) of an image of nx x ny in-plane, read by at(x, y, z), is usable
 // under `excluded` (its values given as count floats: the host's vector or a kernel's array).
+// The host's reads and the GPU's kernels (src/cuda/image_reads.cu) both call it.
 template <class At>
-inline bool usable_voxel(At&& at, std::int64_t x, std::int64_t y, std::int64_t z, std::int64_t nx, std::int64_t ny,
-                         const float* values, int count, float in_regions_only) {
+CTD_HOST_DEVICE inline bool usable_voxel(At&& at, std::int64_t x, std::int64_t y, std::int64_t z, std::int64_t nx,
+                                         std::int64_t ny, const float* values, int count, float in_regions_only) {
+  using std::isfinite;  // on the GPU, CUDA's own
   const float v = at(x, y, z);
-  if (!std::isfinite(v)) return false;
+  if (!isfinite(v)) return false;
   bool listed = false;
   for (int i = 0; i < count; ++i) listed = listed || v == values[i];
   if (!listed) return true;

@@ -47,18 +47,11 @@ Padding to_padding(const detail::Excluded& padding) {
   return p;
 }
 
-// As detail::usable_voxel: the voxel (x, y, z) of the slices' image `in` (nx, ny in-plane).
+// detail::usable_voxel of the voxel (x, y, z) of the slices' image `in` (nx, ny in-plane).
 template <class T>
 __device__ bool usable(const T* __restrict__ in, i64 nx, i64 ny, i64 x, i64 y, i64 z, const Padding& padding) {
-  auto at = [&](i64 u, i64 w) { return float(in[(z * ny + w) * nx + u]); };
-  const float v = at(x, y);
-  if (!isfinite(v)) return false;
-  bool listed = false;
-  for (int i = 0; i < padding.count; ++i) listed = listed || v == padding.values[i];
-  if (!listed) return true;
-  if (!(v == padding.in_regions_only)) return false;
-  return !((x == 0 || at(x - 1, y) == v) && (x + 1 == nx || at(x + 1, y) == v) && (y == 0 || at(x, y - 1) == v) &&
-           (y + 1 == ny || at(x, y + 1) == v));
+  auto at = [&](i64 u, i64 w, i64 s) { return float(in[(s * ny + w) * nx + u]); };
+  return detail::usable_voxel(at, x, y, z, nx, ny, padding.values, padding.count, padding.in_regions_only);
 }
 // std::min and std::max as the host calls them (the first argument where neither is less).
 __device__ float min_as_std(float a, float b) { return b < a ? b : a; }
