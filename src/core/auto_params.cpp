@@ -68,7 +68,9 @@ void scale_to_image(Volume& b, Sample& s, const NoiseModel& noise) {
   s.level = float(std::sqrt(sum2 / std::max(1.0, count)));
 }
 
-using Filter = std::function<void(ConstVolumeView<float> in, VolumeView<float> out, double value)>;
+// The filter at strength `value`; its output is read in `needed` alone (empty: everywhere).
+using Filter = std::function<void(ConstVolumeView<float> in, VolumeView<float> out, double value,
+                                  std::span<const cpu::OutputBox> needed)>;
 
 // Minimises SURE over value = scale * 2^k: k = -1..1, extended while the least risk sits at an
 // end, then refined by half steps around the best and a parabola in log(value) through the best
@@ -153,6 +155,8 @@ AutoChoice choose(const detail::ImageReads& image, const NoiseModel& noise, doub
     b = detail::synthesize_noise_by_region(sample.tile_models.empty() ? image_model : sample.tile_models, sample.tile_of,
                                            sd, white, &sample.mask);
   }
+  // The risk reads the filter's output where it counts voxels: inside the blocks' margins.
+  const std::vector<cpu::OutputBox> needed = detail::counted_boxes(sample);
   constexpr double kEps = 0.02;  // the probe's size, as a fraction of the noise: small, yet well above float rounding
   Volume perturbed(sd), f0(sd), f1(sd);
   const float* y = sample.image.data();
@@ -195,8 +199,8 @@ AutoChoice choose(const detail::ImageReads& image, const NoiseModel& noise, doub
     if (context.progress) context.progress(std::min(1.0, double(terms.size()) / kPlannedEvaluations));
     const double value = scale * std::exp2(k);
     const auto filter_start = std::chrono::steady_clock::now();
-    filter(sample.image.view(), f0.view(), value);
-    filter(perturbed.view(), f1.view(), value);
+    filter(sample.image.view(), f0.view(), value, needed);
+    filter(perturbed.view(), f1.view(), value, needed);
     filter_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - filter_start).count();
     const auto [residual, divergence] = cpu::sum_in_pieces<2>(sd.count(), [&](i64 i, std::array<double, 2>& s) {
       if (!sample.counted[std::size_t(i)]) return;
@@ -313,10 +317,11 @@ AutoChoice detail::auto_nlm_h(const ImageReads& image, const NlmParams& params, 
   }
   ExecContext inner = context;
   inner.progress = nullptr;
-  const Filter filter = [&](ConstVolumeView<float> in, VolumeView<float> out, double value) {
+  const Filter filter = [&](ConstVolumeView<float> in, VolumeView<float> out, double value,
+                            std::span<const cpu::OutputBox> needed) {
     NlmParams q = p;
     q.h = float(value);
-    nlm(in, out, q, inner);
+    detail::nlm_in_boxes(in, out, q, inner, needed);
   };
   const int reach = p.search_radius + p.patch_radius;
   return choose(image, noise, scale, reach, flat ? 0 : reach, filter, context, strength, "--h");
@@ -330,7 +335,8 @@ AutoChoice detail::auto_bilateral_sigma_range(const ImageReads& image, const Bil
   const auto radius = bilateral_radius(p, image.dims());
   ExecContext inner = context;
   inner.progress = nullptr;
-  const Filter filter = [&](ConstVolumeView<float> in, VolumeView<float> out, double value) {
+  const Filter filter = [&](ConstVolumeView<float> in, VolumeView<float> out, double value,
+                            std::span<const cpu::OutputBox>) {
     BilateralParams q = p;
     q.sigma_range = float(value);
     q.radius = {radius[0], radius[1], std::max(radius[2], 1)};  // the whole image's window (z unused in 2D)

@@ -595,6 +595,7 @@ Sample make_sample(const ImageReads& reads, const SampleLayout& layout, const No
   mask_of(s);
   // The margins do not count.
   const i64 halo = layout.halo;
+  s.halo = halo;
   for (i64 z = 0; z < sd.nz; ++z)
     for (i64 y = 0; y < sd.ny; ++y)
       for (i64 x = 0; x < sd.nx; ++x) {
@@ -603,6 +604,21 @@ Sample make_sample(const ImageReads& reads, const SampleLayout& layout, const No
       }
   s.tile_xy = bxy;
   return s;
+}
+
+std::vector<cpu::OutputBox> counted_boxes(const Sample& s) {
+  const Dims d = s.image.dims();
+  if (s.halo == 0) return {};
+  // Each row of blocks within its margins along y, and across the row along x, margins between
+  // blocks included: the filter's loops run along x, and rows of one block (32-64 voxels) took
+  // longer than the whole sample (bench/NOTES.md, 2026-11-28). At most 16 rows a box, so that the
+  // threads share the work.
+  constexpr i64 kRows = 16;
+  std::vector<cpu::OutputBox> boxes;
+  for (i64 y = 0; y + s.block <= d.ny; y += s.block)
+    for (i64 y0 = y + s.halo; y0 < y + s.block - s.halo; y0 += kRows)
+      boxes.push_back({s.halo, y0, 0, d.nx - s.halo, std::min(y0 + kRows, y + s.block - s.halo), d.nz});
+  return boxes;
 }
 
 }  // namespace ctd::detail

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "core/image_reads.hpp"
+#include "cpu/backend.hpp"
 
 #include <ctdenoise/auto_params.hpp>
 #include <ctdenoise/noise.hpp>
@@ -38,6 +39,7 @@ struct Sample {
   };
   std::vector<Place> places;
   std::int64_t block = 0, blocks_per_row = 1;
+  std::int64_t halo = 0;  // each block's margin in-plane that the risk does not count (SampleLayout::halo)
   std::int64_t tile_xy = 32;  // in-plane size of the tiles whose noise level measure_level reads
   // Those tiles: each one's first voxel and size in the sample, its centre in the image, and the
   // pseudo-residual sigma of its flat part (0 where too few of its voxels were usable), the
@@ -107,6 +109,15 @@ FlatReading read_flat_part(Volume tile, const std::vector<float>& padding);
 // A copy of the box of `v` (a volume of the sample's size: the sample or noise over it) whose
 // first voxel is (x0, y0, z0), NaN where the sample's mask is 0.
 Volume masked_part(const Volume& v, const Sample& s, std::int64_t x0, std::int64_t y0, std::int64_t z0, const Dims& size);
+
+// Boxes of the sample that hold every voxel the risk may count (those within the blocks' margins);
+// empty where the blocks have none (every voxel may count).
+std::vector<cpu::OutputBox> counted_boxes(const Sample& s);
+
+// NLM with the output needed in `only` alone: the CPU computes it there (bit for bit as over the
+// whole image), CUDA everywhere (src/core/nlm.cpp).
+FilterRun nlm_in_boxes(ConstVolumeView<float> in, VolumeView<float> out, const NlmParams& params,
+                       const ExecContext& context, std::span<const cpu::OutputBox> only);
 
 // auto_nlm_h and auto_bilateral_sigma_range of the image `image` reads (src/core/auto_params.cpp).
 AutoChoice auto_nlm_h(const ImageReads& image, const NlmParams& params, const NoiseModel& noise,

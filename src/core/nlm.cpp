@@ -1,5 +1,6 @@
 // NLM front end: validation, then routing to a backend variant.
 
+#include "core/auto_sample.hpp"
 #include "core/exec_internal.hpp"
 #include "cpu/backend.hpp"
 #if CTD_HAVE_CUDA
@@ -83,8 +84,10 @@ NlmAlgorithm resolve_algorithm(NlmAlgorithm requested, Device device) {
 
 namespace {
 
+// `only`: where the output is needed; the CPU computes it there alone (empty: everywhere).
 template <class T>
-FilterRun nlm_from_host(ConstVolumeView<T> in, VolumeView<float> out, const NlmParams& params, const ExecContext& context) {
+FilterRun nlm_from_host(ConstVolumeView<T> in, VolumeView<float> out, const NlmParams& params, const ExecContext& context,
+                        std::span<const cpu::OutputBox> only = {}) {
   validate(params);
   detail::PreparedRun run = detail::prepare_run(in, out, context, "NLM", true);
   // With the device left to us, a CPU-only variant runs on the CPU rather than failing.
@@ -113,7 +116,7 @@ FilterRun nlm_from_host(ConstVolumeView<T> in, VolumeView<float> out, const NlmP
     cpu::nlm_blockwise(input, out, params, pool, context.progress);
     return {run.device, std::string(to_string(algorithm)), run.threads, {{"approximate", 1.0}}, {}};
   }
-  cpu::nlm_displacement(input, out, params, pool, context.progress);
+  cpu::nlm_displacement(input, out, params, pool, context.progress, only);
   return {run.device, std::string(to_string(algorithm)), run.threads, {}, {}};
 }
 
@@ -126,6 +129,11 @@ FilterRun nlm(ConstVolumeView<float> in, VolumeView<float> out, const NlmParams&
 FilterRun nlm(ConstVolumeView<std::int16_t> in, VolumeView<float> out, const NlmParams& params,
               const ExecContext& context) {
   return nlm_from_host(in, out, params, context);
+}
+
+FilterRun detail::nlm_in_boxes(ConstVolumeView<float> in, VolumeView<float> out, const NlmParams& params,
+                               const ExecContext& context, std::span<const cpu::OutputBox> only) {
+  return nlm_from_host(in, out, params, context, only);
 }
 
 FilterRun nlm_device(const float* device_in, float* device_out, const Dims& dims, const NlmParams& params,

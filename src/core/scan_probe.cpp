@@ -326,43 +326,55 @@ void refine_attenuation(ScanMap& map, const Sample& s, const NoiseModel& noise, 
   std::vector<std::size_t> slice_of_tile;
   for (std::size_t t : used) slice_of_tile.push_back(map.slice_of_block[s.block_of(s.tiles[t].x0, s.tiles[t].y0)]);
   // The residual variance of the tiles' log levels, image less probe, after the best offset (within
-  // each projected slice, as in scan_map).
-  auto residual = [&](double P) {
-    map.attenuation = P;
-    Volume probe(s.image.dims());
-    back_project(map, coarse, pool, pool_length, {1.0}, kFitViews, seed + 6, boxes, probe);
-    for (i64 i = 0; i < probe.size(); ++i)
-      if (!s.mask[std::size_t(i)]) probe.data()[i] = std::numeric_limits<float>::quiet_NaN();
-    std::vector<double> gap(used.size(), std::numeric_limits<double>::quiet_NaN());
-    cpu::for_each_piece(i64(used.size()), 1, 0, [&](i64 u, i64, i64) {
-      const Sample::Tile& t = s.tiles[used[std::size_t(u)]];
-      Volume tile(t.size);
-      for (i64 z = 0; z < t.size.nz; ++z)
-        for (i64 y = 0; y < t.size.ny; ++y)
-          for (i64 x = 0; x < t.size.nx; ++x) tile.view()(x, y, z) = probe.view()(t.x0 + x, t.y0 + y, t.z0 + z);
-      const double sigma = flat_residual_sigma(std::move(tile), padding);
-      if (sigma > 0) gap[std::size_t(u)] = std::log(t.flat_residual_sigma) - std::log(sigma);
-    });
-    gap = within_slices(std::move(gap), slice_of_tile, map.slices.size());
-    double sum = 0, sum2 = 0, n = 0;
-    for (double g : gap)
-      if (std::isfinite(g)) sum += g, sum2 += g * g, n += 1;
-    return n > 1 ? sum2 / n - (sum / n) * (sum / n) : std::numeric_limits<double>::infinity();
+  // each projected slice, as in scan_map), for each P (their probes made in one pass).
+  auto residuals = [&](const std::vector<double>& Ps) {
+    std::vector<Volume> probes;
+    std::vector<Channel> channels;
+    for (std::size_t k = 0; k < Ps.size(); ++k) probes.emplace_back(s.image.dims());
+    for (std::size_t k = 0; k < Ps.size(); ++k) channels.push_back({&pool, Ps[k], &probes[k]});
+    back_project(map, coarse, channels, pool_length, {1.0}, kFitViews, seed + 6, boxes);
+    std::vector<double> out;
+    for (Volume& probe : probes) {
+      for (i64 i = 0; i < probe.size(); ++i)
+        if (!s.mask[std::size_t(i)]) probe.data()[i] = std::numeric_limits<float>::quiet_NaN();
+      std::vector<double> gap(used.size(), std::numeric_limits<double>::quiet_NaN());
+      cpu::for_each_piece(i64(used.size()), 1, 0, [&](i64 u, i64, i64) {
+        const Sample::Tile& t = s.tiles[used[std::size_t(u)]];
+        Volume tile(t.size);
+        for (i64 z = 0; z < t.size.nz; ++z)
+          for (i64 y = 0; y < t.size.ny; ++y)
+            for (i64 x = 0; x < t.size.nx; ++x) tile.view()(x, y, z) = probe.view()(t.x0 + x, t.y0 + y, t.z0 + z);
+        const double sigma = flat_residual_sigma(std::move(tile), padding);
+        if (sigma > 0) gap[std::size_t(u)] = std::log(t.flat_residual_sigma) - std::log(sigma);
+      });
+      gap = within_slices(std::move(gap), slice_of_tile, map.slices.size());
+      double sum = 0, sum2 = 0, n = 0;
+      for (double g : gap)
+        if (std::isfinite(g)) sum += g, sum2 += g * g, n += 1;
+      out.push_back(n > 1 ? sum2 / n - (sum / n) * (sum / n) : std::numeric_limits<double>::infinity());
+    }
+    return out;
   };
   // P from `fitted`: steps of 2^(1/4), walking towards the least residual while it sits at an end
   // (within 2^-1 to 2^1), then eighths around the best and a parabola in log P. Returns P and the
   // least residual seen.
   auto refit = [&](double fitted) {
     std::map<double, double> r;
-    for (double k : {-0.25, 0.0, 0.25}) r[k] = residual(fitted * std::exp2(k));
+    auto evaluate = [&](const std::vector<double>& ks) {
+      std::vector<double> Ps;
+      for (double k : ks) Ps.push_back(fitted * std::exp2(k));
+      const std::vector<double> values = residuals(Ps);
+      for (std::size_t i = 0; i < ks.size(); ++i) r[ks[i]] = values[i];
+    };
+    evaluate({-0.25, 0.0, 0.25});
     auto least = [&] { return std::min_element(r.begin(), r.end(), [](auto& a, auto& b) { return a.second < b.second; })->first; };
     double best = least();
     while ((best == r.begin()->first && best > -1) || (best == r.rbegin()->first && best < 1)) {
       const double k = best == r.begin()->first ? best - 0.25 : best + 0.25;
-      r[k] = residual(fitted * std::exp2(k));
+      evaluate({k});
       best = least();
     }
-    for (double k : {best - 0.125, best + 0.125}) r[k] = residual(fitted * std::exp2(k));
+    evaluate({best - 0.125, best + 0.125});
     const auto at = r.find(best);
     double k_best = best;
     if (at != r.begin() && std::next(at) != r.end()) {
@@ -425,17 +437,24 @@ std::string choose_beam(ScanMap& map, const Sample& s, const NoiseModel& noise, 
   // The mean squared difference of the tiles' textures, probe less image (each at most 0.5^2:
   // a tile whose flat part still holds anatomy should not decide).
   std::map<std::pair<double, std::size_t>, double> scores;
+  // Every window's probe at a source in one pass (each as alone), when the first is asked for.
   auto score = [&](double source, std::size_t w) {
     const auto key = std::make_pair(source, w);
     if (const auto found = scores.find(key); found != scores.end()) return found->second;
     trial.source = source;
-    Volume probe(s.image.dims());
-    back_project(trial, coarse, pools[w], pool_length, {1.0}, kFitViews, seed + 6, middle.boxes, probe);
-    const std::vector<double> textures = tile_textures(probe, s, middle, padding);
-    double sum = 0, n = 0;
-    for (std::size_t t = 0; t < textures.size(); ++t)
-      if (std::isfinite(textures[t]) && std::isfinite(image[t])) sum += std::min(0.25, std::pow(textures[t] - image[t], 2)), n += 1;
-    return scores[key] = n > 0 ? sum / n : std::numeric_limits<double>::infinity();
+    std::vector<Volume> probes;
+    std::vector<Channel> channels;
+    for (std::size_t k = 0; k < kFbpWindows.size(); ++k) probes.emplace_back(s.image.dims());
+    for (std::size_t k = 0; k < kFbpWindows.size(); ++k) channels.push_back({&pools[k], trial.attenuation, &probes[k]});
+    back_project(trial, coarse, channels, pool_length, {1.0}, kFitViews, seed + 6, middle.boxes);
+    for (std::size_t k = 0; k < kFbpWindows.size(); ++k) {
+      const std::vector<double> textures = tile_textures(probes[k], s, middle, padding);
+      double sum = 0, n = 0;
+      for (std::size_t t = 0; t < textures.size(); ++t)
+        if (std::isfinite(textures[t]) && std::isfinite(image[t])) sum += std::min(0.25, std::pow(textures[t] - image[t], 2)), n += 1;
+      scores[std::make_pair(source, k)] = n > 0 ? sum / n : std::numeric_limits<double>::infinity();
+    }
+    return scores.at(key);
   };
   // Each window with the source walked from the fitted one while its score falls (a sharper
   // window and a farther source read alike in the median, so the two are chosen together: one
@@ -457,19 +476,30 @@ std::string choose_beam(ScanMap& map, const Sample& s, const NoiseModel& noise, 
 
 namespace {
 
-// The distance of the image's model from a whole slice of the window's noise, made with the map:
-// the squared differences of their correlations at kWindowLags.
-double window_distance(const ScanMap& map, const NoiseModel& noise, std::string_view window, std::uint64_t seed) {
+// The distance of the image's model from a whole slice of each window's noise, made with the map:
+// the squared differences of their correlations at kWindowLags (the windows' slices made in one
+// pass, each as alone).
+std::vector<double> window_distances(const ScanMap& map, const NoiseModel& noise, std::uint64_t seed) {
   const i64 pool_length = detector_bins(map) + kPoolSlack;
   const std::size_t middle = map.slices.size() / 2;
   const Box whole{0, 0, 0, Dims{map.nx, map.ny, 1}, 0, 0, map.slices[middle], middle};
-  Volume slice(whole.n);
-  back_project(map, coarse_of(map.nx, map.ny), filtered_rows(window, kPoolRows, pool_length, seed + 1), pool_length, {1.0},
-               kWindowViews, seed + 2, {whole}, slice);
-  const NoiseModel model = estimate_noise_model(slice.view());
-  double distance = 0;
-  for (const auto& [dx, dy] : kWindowLags) distance += std::pow(model.correlation(dx, dy, 0) - noise.correlation(dx, dy, 0), 2);
-  return distance;
+  std::vector<std::vector<float>> pools;
+  std::vector<Volume> slices;
+  for (std::string_view window : kFbpWindows) {
+    pools.push_back(filtered_rows(window, kPoolRows, pool_length, seed + 1));
+    slices.emplace_back(whole.n);
+  }
+  std::vector<Channel> channels;
+  for (std::size_t w = 0; w < kFbpWindows.size(); ++w) channels.push_back({&pools[w], map.attenuation, &slices[w]});
+  back_project(map, coarse_of(map.nx, map.ny), channels, pool_length, {1.0}, kWindowViews, seed + 2, {whole});
+  std::vector<double> distances;
+  for (const Volume& slice : slices) {
+    const NoiseModel model = estimate_noise_model(slice.view());
+    double distance = 0;
+    for (const auto& [dx, dy] : kWindowLags) distance += std::pow(model.correlation(dx, dy, 0) - noise.correlation(dx, dy, 0), 2);
+    distances.push_back(distance);
+  }
+  return distances;
 }
 
 }  // namespace
@@ -482,8 +512,8 @@ ScanProbe scan_probe(const Sample& s, const NoiseModel& noise, const ScanMap& ma
   // Whether the image's texture is an FBP filter's at all: the nearest window's distance (the
   // chosen window's own was over 0.05 on the Catphan's own noise, which the nearest reads at
   // 0.01 and whose scan-like probe it then lost).
-  probe.texture_distance = std::numeric_limits<double>::infinity();
-  for (std::string_view w : kFbpWindows) probe.texture_distance = std::min(probe.texture_distance, window_distance(map, noise, w, seed));
+  const std::vector<double> distances = window_distances(map, noise, seed);
+  probe.texture_distance = *std::min_element(distances.begin(), distances.end());
   const Dims sd = s.image.dims();
   const int views = int(std::clamp<i64>(kProbeVoxelViews / sd.count(), 90, 360));
   probe.noise = Volume(sd);

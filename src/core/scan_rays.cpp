@@ -117,9 +117,9 @@ std::vector<float> filtered_rows(std::string_view window, i64 rows, i64 length, 
   return out;
 }
 
-void back_project(const ScanMap& map, const Coarse& coarse, const std::vector<float>& pool,
-                  i64 pool_length, const std::vector<double>& taps, int views, std::uint64_t seed,
-                  const std::vector<Box>& boxes, Volume& out) {
+void back_project(const ScanMap& map, const Coarse& coarse, const std::vector<Channel>& channels, i64 pool_length,
+                  const std::vector<double>& taps, int views, std::uint64_t seed, const std::vector<Box>& boxes) {
+  const std::size_t n_pools = channels.size();
   const bool fan = std::isfinite(map.source);
   const double D = map.source;
   const int turn = fan ? 2 * views : views;
@@ -140,8 +140,10 @@ void back_project(const ScanMap& map, const Coarse& coarse, const std::vector<fl
     const Box& box = boxes[item.box];
     const i64 iz = box.iz + item.z;
     const std::vector<double>& p = map.integrals[box.slice];
-    std::vector<double> acc(std::size_t(box.n.nx * (item.y1 - item.y0)), 0.0);
-    std::vector<double> row, step;
+    const std::size_t area = std::size_t(box.n.nx * (item.y1 - item.y0));
+    std::vector<double> acc(n_pools * area, 0.0), integral;
+    std::vector<std::vector<double>> factors(n_pools);
+    std::vector<std::vector<double>> rows(n_pools), steps(n_pools);
     for (int a = 0; a < turn; ++a) {
       const double theta = (fan ? 2 : 1) * M_PI * a / turn, c = std::cos(theta), s = std::sin(theta);
       // A voxel's bin: parallel beam, its offset along (c, s); fan beam, its detector coordinate
@@ -154,60 +156,85 @@ void back_project(const ScanMap& map, const Coarse& coarse, const std::vector<fl
           lo = std::min(lo, t), hi = std::max(hi, t);
         }
       const i64 t0 = std::max<i64>(0, i64(std::floor(lo))), t1 = std::min<i64>(nd - 1, i64(std::floor(hi)) + 1);
-      row.assign(std::size_t(t1 - t0 + 1), 0.0);
-      for (i64 j = -reach; j <= reach; ++j) {
-        const std::uint64_t h = mix(seed ^ (std::uint64_t(iz + j) << 24) ^ std::uint64_t(a));
-        const float* source = pool.data() + i64(h % std::uint64_t(kPoolRows)) * pool_length + i64((h >> 32) % kPoolSlack);
-        const double tap = taps[std::size_t(j + reach)];
-        for (i64 t = t0; t <= t1; ++t) row[std::size_t(t - t0)] += tap * source[t];
-      }
+      // Each ray's p, and its factor in each channel: exp(P p / 2) (fan beam: times cos(gamma)).
+      integral.resize(std::size_t(t1 - t0 + 1));
       if (fan) {
         for (i64 t = t0; t <= t1; ++t) {  // the ray from the source through detector coordinate u
           const double u = double(t) - cd;
           const Line line = line_through(D * c, D * s, -u * s, u * c);
-          row[std::size_t(t - t0)] *= D / std::hypot(D, u) *
-                                      std::exp(0.5 * map.attenuation * relative_integral(p, coarse, line.view, line.offset));
+          integral[std::size_t(t - t0)] = relative_integral(p, coarse, line.view, line.offset);
         }
       } else {
         const i64 map_view = i64(std::lround(double(a) * kMapViews / views)) % kMapViews;
+        for (i64 t = t0; t <= t1; ++t) integral[std::size_t(t - t0)] = relative_integral(p, coarse, map_view, double(t) - cd);
+      }
+      for (std::size_t q = 0; q < n_pools; ++q) {
+        std::vector<double>& factor = factors[q];
+        factor.resize(integral.size());
+        const double P = channels[q].attenuation;
         for (i64 t = t0; t <= t1; ++t) {
-          row[std::size_t(t - t0)] *= std::exp(0.5 * map.attenuation * relative_integral(p, coarse, map_view, double(t) - cd));
+          const double u = double(t) - cd;
+          factor[std::size_t(t - t0)] = fan ? D / std::hypot(D, u) * std::exp(0.5 * P * integral[std::size_t(t - t0)])
+                                            : std::exp(0.5 * P * integral[std::size_t(t - t0)]);
         }
       }
-      // Linear interpolation as row[k] + f (row[k + 1] - row[k]); the voxels' bins are >= 0 (the
-      // detector spans the image's diagonal), so truncation is the floor.
-      step.resize(row.size());
-      for (std::size_t k = 0; k + 1 < row.size(); ++k) step[k] = row[k + 1] - row[k];
-      step.back() = 0;
+      // Each channel's rows: the same rows and starts of its pool, mixed over slices, times the factor.
+      for (std::size_t q = 0; q < n_pools; ++q) {
+        const std::vector<double>& factor = factors[q];
+        std::vector<double>& row = rows[q];
+        row.assign(std::size_t(t1 - t0 + 1), 0.0);
+        for (i64 j = -reach; j <= reach; ++j) {
+          const std::uint64_t h = mix(seed ^ (std::uint64_t(iz + j) << 24) ^ std::uint64_t(a));
+          const float* source =
+              channels[q].pool->data() + i64(h % std::uint64_t(kPoolRows)) * pool_length + i64((h >> 32) % kPoolSlack);
+          const double tap = taps[std::size_t(j + reach)];
+          for (i64 t = t0; t <= t1; ++t) row[std::size_t(t - t0)] += tap * source[t];
+        }
+        for (std::size_t k = 0; k < row.size(); ++k) row[k] *= factor[k];
+        // Linear interpolation as row[k] + f (row[k + 1] - row[k]); the voxels' bins are >= 0 (the
+        // detector spans the image's diagonal), so truncation is the floor.
+        std::vector<double>& step = steps[q];
+        step.resize(row.size());
+        for (std::size_t k = 0; k + 1 < row.size(); ++k) step[k] = row[k + 1] - row[k];
+        step.back() = 0;
+      }
       const i64 last = std::max<i64>(0, t1 - t0 - 1);
       for (i64 y = item.y0; y < item.y1; ++y) {
-        double* out_row = acc.data() + (y - item.y0) * box.n.nx;
+        const std::size_t row_start = std::size_t((y - item.y0) * box.n.nx);
         const double ry = double(box.iy + y) - cy;
         if (fan) {  // fan_point's u and U, stepped along the row
           const double along0 = D - ((double(box.ix) - cx) * c + ry * s), across0 = -(double(box.ix) - cx) * s + ry * c;
           for (i64 x = 0; x < box.n.nx; ++x) {
             const double along = along0 - double(x) * c, across = across0 - double(x) * s;
             const double t = across * D / along + cd - double(t0), inverse_U = D / along;
-            const i64 k = std::clamp<i64>(i64(t), 0, last);
+            const auto k = std::size_t(std::clamp<i64>(i64(t), 0, last));
             const double w = std::clamp(t - double(k), 0.0, 1.0);
-            out_row[x] += (row[std::size_t(k)] + w * step[std::size_t(k)]) * inverse_U * inverse_U;
+            for (std::size_t q = 0; q < n_pools; ++q)
+              acc[q * area + row_start + std::size_t(x)] += (rows[q][k] + w * steps[q][k]) * inverse_U * inverse_U;
           }
           continue;
         }
         const double start = (double(box.ix) - cx) * c + ry * s + cd - double(t0);
         for (i64 x = 0; x < box.n.nx; ++x) {
           const double t = start + double(x) * c;
-          const i64 k = std::clamp<i64>(i64(t), 0, last);
+          const auto k = std::size_t(std::clamp<i64>(i64(t), 0, last));
           const double f = std::clamp(t - double(k), 0.0, 1.0);
-          out_row[x] += row[std::size_t(k)] + f * step[std::size_t(k)];
+          for (std::size_t q = 0; q < n_pools; ++q) acc[q * area + row_start + std::size_t(x)] += rows[q][k] + f * steps[q][k];
         }
       }
     }
-    for (i64 y = item.y0; y < item.y1; ++y)
-      for (i64 x = 0; x < box.n.nx; ++x) {
-        out.view()(box.x0 + x, box.y0 + y, box.z0 + item.z) = float(acc[std::size_t((y - item.y0) * box.n.nx + x)] / turn);
-      }
+    for (std::size_t q = 0; q < n_pools; ++q)
+      for (i64 y = item.y0; y < item.y1; ++y)
+        for (i64 x = 0; x < box.n.nx; ++x) {
+          channels[q].out->view()(box.x0 + x, box.y0 + y, box.z0 + item.z) =
+              float(acc[q * area + std::size_t((y - item.y0) * box.n.nx + x)] / turn);
+        }
   });
+}
+
+void back_project(const ScanMap& map, const Coarse& coarse, const std::vector<float>& pool, i64 pool_length,
+                  const std::vector<double>& taps, int views, std::uint64_t seed, const std::vector<Box>& boxes, Volume& out) {
+  back_project(map, coarse, {{&pool, map.attenuation, &out}}, pool_length, taps, views, seed, boxes);
 }
 
 std::vector<Box> sample_boxes(const Sample& s, const ScanMap& map) {

@@ -84,5 +84,15 @@ std::vector<float> filtered_rows(std::string_view window, std::int64_t rows, std
 // (fan beam: the rays' data weighted by cos(gamma), the view's by 1 / U^2 at each voxel).
 void back_project(const ScanMap& map, const Coarse& coarse, const std::vector<float>& pool, std::int64_t pool_length,
                   const std::vector<double>& taps, int views, std::uint64_t seed, const std::vector<Box>& boxes, Volume& out);
+// The same for several channels at once, each as back_project would make it alone with its pool
+// (all of one length) and the attenuation P in place of the map's: the rays' geometry is worked
+// out once for all of them.
+struct Channel {
+  const std::vector<float>* pool;
+  double attenuation;
+  Volume* out;
+};
+void back_project(const ScanMap& map, const Coarse& coarse, const std::vector<Channel>& channels, std::int64_t pool_length,
+                  const std::vector<double>& taps, int views, std::uint64_t seed, const std::vector<Box>& boxes);
 
 }  // namespace ctd::detail::scan

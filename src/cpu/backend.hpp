@@ -7,15 +7,29 @@
 #include <ctdenoise/nlm.hpp>
 
 #include <array>
+#include <cstdint>
 #include <functional>
+#include <span>
+#include <vector>
 
 namespace ctd::cpu {
 
 using Progress = std::function<void(double)>;
 
-// Exact NLM, one pass per displacement over half the search window (w(p,q) = w(q,p)).
+// A box of voxels [x0, x1) x [y0, y1) x [z0, z1).
+struct OutputBox {
+  std::int64_t x0, y0, z0, x1, y1, z1;
+};
+// Boxes of `size` voxels (the last along each axis shorter) that cover the volume, x fastest.
+std::vector<OutputBox> cache_boxes(const Dims& dims, const std::array<std::int64_t, 3>& size);
+// The boxes nlm_displacement computes the output in by default: near a core's cache.
+std::array<std::int64_t, 3> nlm_box_size(const Dims& dims);
+
+// Exact NLM, one pass per displacement over half the search window (w(p,q) = w(q,p)), box by box.
+// With `only`, the output is computed in those boxes alone (the rest of `out` is left as it is),
+// bit for bit as in a run over the whole volume.
 void nlm_displacement(ConstVolumeView<float> in, VolumeView<float> out, const NlmParams& params,
-                      ThreadPool& pool, const Progress& progress);
+                      ThreadPool& pool, const Progress& progress, std::span<const OutputBox> only = {});
 
 // Blockwise NLM with voxel preselection (Coupe et al. 2008): approximate.
 void nlm_blockwise(ConstVolumeView<float> in, VolumeView<float> out, const NlmParams& params, ThreadPool& pool,

@@ -5,6 +5,7 @@
 #include "common/ct_phantom.hpp"
 #include "core/auto_sample.hpp"
 #include "core/image_reads.hpp"
+#include "core/scan_rays.hpp"
 
 #include <ctdenoise/auto_params.hpp>
 #include <ctdenoise/metrics.hpp>
@@ -333,6 +334,48 @@ TEST(ScanProbe, StationaryNoiseOnAWholeBodyFollowsNoMap) {
   // Its tiles' levels spread too little for any map to be told from their scatter: none is made.
   EXPECT_TRUE(std::isnan(h.scan_fit)) << h.scan_fit;
   EXPECT_EQ(h.noise_over_image, "one level");
+}
+
+TEST(ScanProbe, ChannelsBackProjectedTogetherAreEachAsAlone) {
+  // The probes of several FBP windows or attenuations are made in one pass (the rays' geometry
+  // shared), each bit for bit as made alone, for a parallel and a fan beam, in 2D and across slices.
+  namespace scan = ctd::detail::scan;
+  constexpr i64 nx = 61, ny = 47;
+  std::vector<double> body(std::size_t(nx * ny));
+  for (i64 y = 0; y < ny; ++y)
+    for (i64 x = 0; x < nx; ++x) body[std::size_t(y * nx + x)] = std::hypot((x - 30.0) / 25, (y - 23.0) / 18) < 1 ? 1 + 0.01 * x : 0;
+  ctd::detail::ScanMap map;
+  map.nx = nx, map.ny = ny, map.slices = {0}, map.slice_gains = {1.0};
+  map.integrals = {scan::project(body, nx, ny, scan::coarse_of(nx, ny))};
+  double largest = 0;
+  for (double p : map.integrals[0]) largest = std::max(largest, p);
+  for (double& p : map.integrals[0]) p /= largest;
+  const scan::Coarse coarse = scan::coarse_of(nx, ny);
+  for (const double source : {std::numeric_limits<double>::infinity(), 90.0}) {
+    map.source = source;
+    map.attenuation = 3.0;
+    const i64 length = scan::detector_bins(map) + scan::kPoolSlack;
+    const std::vector<float> ramp = scan::filtered_rows("ramp", scan::kPoolRows, length, 5);
+    const std::vector<float> hann = scan::filtered_rows("hann", scan::kPoolRows, length, 6);
+    const std::vector<scan::Box> boxes = {{0, 0, 0, ctd::Dims{20, 17, 3}, 7, 5, 0, 0}, {20, 0, 0, ctd::Dims{20, 17, 3}, 35, 20, 4, 0}};
+    const std::vector<double> taps = {0.3, 0.9, 0.3};
+    const ctd::Dims d{40, 17, 3};
+    ctd::Volume a(d), b(d), c(d), alone_a(d), alone_b(d), alone_c(d);
+    scan::back_project(map, coarse, {{&ramp, 3.0, &a}, {&hann, 3.0, &b}, {&ramp, 4.5, &c}}, length, taps, 30, 17, boxes);
+    scan::back_project(map, coarse, ramp, length, taps, 30, 17, boxes, alone_a);
+    scan::back_project(map, coarse, hann, length, taps, 30, 17, boxes, alone_b);
+    map.attenuation = 4.5;
+    scan::back_project(map, coarse, ramp, length, taps, 30, 17, boxes, alone_c);
+    for (const auto& [together, alone] : {std::pair{&a, &alone_a}, std::pair{&b, &alone_b}, std::pair{&c, &alone_c}}) {
+      EXPECT_TRUE(std::equal(together->data(), together->data() + together->size(), alone->data())) << "source " << source;
+      double energy = 0;
+      for (i64 i = 0; i < alone->size(); ++i) energy += double(alone->data()[i]) * alone->data()[i];
+      EXPECT_GT(energy, 0.0);
+    }
+    double differ = 0;  // the channels are not one another's copies
+    for (i64 i = 0; i < a.size(); ++i) differ += std::abs(a.data()[i] - b.data()[i]) + std::abs(a.data()[i] - c.data()[i]);
+    EXPECT_GT(differ, 0.0);
+  }
 }
 
 TEST(AutoSample, TheBlocksMarginsDoNotCount) {

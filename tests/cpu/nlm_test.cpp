@@ -2,10 +2,13 @@
 
 #include "common/nlm_case.hpp"
 #include "common/test_util.hpp"
+#include "cpu/backend.hpp"
 
 #include <ctdenoise/ctdenoise.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 
 namespace {
 
@@ -35,6 +38,13 @@ const Case kCases[] = {
     {"centre max 2D", {9, 8, 1}, 2, 1, 40, 0, ctd::PatchKernel::Uniform, 1, ctd::PatchDistance::L2, ctd::CentreWeight::Max},
     {"centre max 3D", {5, 6, 4}, 2, 1, 40, 0, ctd::PatchKernel::Uniform, 1, ctd::PatchDistance::L2, ctd::CentreWeight::Max},
     {"centre max single voxel", {1, 1, 1}, 1, 1, 40, 0, ctd::PatchKernel::Uniform, 1, ctd::PatchDistance::L2, ctd::CentreWeight::Max},
+    // Larger than one of the boxes the output is computed in (cpu::nlm_box_size), along every axis
+    // that has several.
+    {"2D over several boxes", {263, 71, 1}, 3, 1},
+    {"3D over several boxes", {7, 53, 29}, 2, 1},
+    {"L1 3D over several boxes", {5, 27, 26}, 2, 1, 20, 0, ctd::PatchKernel::Uniform, 1, ctd::PatchDistance::L1},
+    {"centre max 3D over several boxes", {6, 26, 27}, 2, 1, 40, 0, ctd::PatchKernel::Uniform, 1, ctd::PatchDistance::L2,
+     ctd::CentreWeight::Max},
 };
 
 class NlmCpu : public ::testing::TestWithParam<Case> {};
@@ -56,7 +66,60 @@ TEST_P(NlmCpu, MatchesReferenceOnRandomAndStructuredInputs) {
   }
 }
 
+// The output computed in boxes of a few voxels, so that every voxel lies near a box's seam and
+// a box's weights come from its neighbours' voxels, against the reference.
+TEST_P(NlmCpu, MatchesReferenceInTinyBoxes) {
+  const Case& c = GetParam();
+  const ctd::Volume in = testing_util::random_volume(c.dims, 4321);
+  ctd::Volume out(in.dims());
+  ctd::cpu::ThreadPool pool(2);
+  const auto boxes = ctd::cpu::cache_boxes(in.dims(), {3, 2, 4});
+  ctd::cpu::nlm_displacement(in.view(), out.view(), to_params(c), pool, {}, boxes);
+  const auto cmp = compare(out, ref::nlm(testing_util::to_ref(in), to_ref(c)));
+  EXPECT_LE(cmp.relative_l2, 1e-6) << c.name << ": " << cmp.where(in.dims());
+  EXPECT_LE(cmp.max_abs, 2e-3) << c.name << ": " << cmp.where(in.dims());
+}
+
 INSTANTIATE_TEST_SUITE_P(Cases, NlmCpu, ::testing::ValuesIn(kCases), testing_util::case_name);
+
+// Asked for the output in some boxes (as the automatic h reads it), the filter computes those
+// voxels bit for bit as over the whole volume and leaves every other voxel as it was.
+TEST(NlmCpuProperties, OutputInBoxesAloneIsTheWholeRunsThere) {
+  const ctd::Volume in = testing_util::structured_volume({41, 30, 9}, 8);
+  for (const bool l1 : {false, true}) {
+    ctd::NlmParams p;
+    p.h = 30;
+    p.search_radius = 3;
+    p.distance = l1 ? ctd::PatchDistance::L1 : ctd::PatchDistance::L2;
+    ctd::cpu::ThreadPool pool(2);
+    ctd::Volume whole(in.dims());
+    ctd::cpu::nlm_displacement(in.view(), whole.view(), p, pool, {});
+    const std::vector<ctd::cpu::OutputBox> boxes = {{0, 0, 0, 1, 1, 1}, {5, 4, 2, 36, 11, 9}, {40, 29, 0, 41, 30, 9},
+                                                    {10, 20, 3, 11, 25, 4}};
+    ctd::Volume part(in.dims());
+    constexpr float kUntouched = -12345.0f;
+    std::fill(part.data(), part.data() + part.size(), kUntouched);
+    ctd::cpu::nlm_displacement(in.view(), part.view(), p, pool, {}, boxes);
+    std::int64_t inside = 0, differ = 0, touched = 0;
+    for (std::int64_t z = 0; z < in.dims().nz; ++z)
+      for (std::int64_t y = 0; y < in.dims().ny; ++y)
+        for (std::int64_t x = 0; x < in.dims().nx; ++x) {
+          const bool in_box = std::any_of(boxes.begin(), boxes.end(), [&](const ctd::cpu::OutputBox& b) {
+            return x >= b.x0 && x < b.x1 && y >= b.y0 && y < b.y1 && z >= b.z0 && z < b.z1;
+          });
+          const float got = part.view()(x, y, z);
+          if (in_box) {
+            ++inside;
+            differ += std::memcmp(&got, &whole.view()(x, y, z), sizeof(float)) != 0;
+          } else {
+            touched += got != kUntouched;
+          }
+        }
+    EXPECT_EQ(inside, 1 + 31 * 7 * 7 + 9 + 5);
+    EXPECT_EQ(differ, 0) << (l1 ? "L1" : "L2");
+    EXPECT_EQ(touched, 0) << (l1 ? "L1" : "L2");
+  }
+}
 
 TEST(NlmCpuProperties, FiltersActuallySmoothNoise) {
   // Guards against a filter that returns its input: the reference comparison alone would not.
