@@ -279,70 +279,55 @@ std::pair<double, double> best_of_sweep(const std::function<double(double)>& psn
 // run: the CLI's default NLM in 3D (search 5, patch 1), the bias term from the noise model, the
 // Gaussian patch kernel, the centre weight "max" and wider bilateral windows.
 std::vector<Setting> settings(bool flat, bool reduced, bool user) {
-  std::vector<Setting> out;
-  auto nlm = [&](int rs, int rp, ctd::PatchDistance distance = ctd::PatchDistance::L2) -> Setting& {
+  auto nlm = [](int rs, int rp, ctd::PatchDistance distance = ctd::PatchDistance::L2) {
     Setting s;
     s.filter = "nlm";
     s.nlm.search_radius = rs;
     s.nlm.patch_radius = rp;
     s.nlm.distance = distance;
     s.label = fmt::format("NLM search {} patch {}{}", rs, rp, distance == ctd::PatchDistance::L1 ? " L1" : "");
-    out.push_back(s);
-    return out.back();
+    return s;
   };
-  auto bf = [&](float sigma, ctd::SpatialUnit unit) {
+  auto bf = [](float sigma, ctd::SpatialUnit unit) {
     Setting s;
     s.filter = "bilateral";
     s.bf.sigma_spatial = sigma;
     s.bf.spatial_unit = unit;
     s.label = fmt::format("bilateral sigma_s {} {}", sigma, unit == ctd::SpatialUnit::Voxel ? "vox" : "mm");
-    out.push_back(s);
+    return s;
   };
-  auto noise_sigma_auto = [](Setting& s) {
+  auto noise_sigma_auto = [](Setting s) {
     s.noise_sigma_auto = true;
     s.label += " noise-sigma auto";
+    return s;
   };
-  auto gaussian = [](Setting& s) {
+  auto gaussian = [](Setting s) {
     s.nlm.patch_kernel = ctd::PatchKernel::Gaussian;
     s.label += " gaussian";
+    return s;
   };
-  auto centre_max = [](Setting& s) {
+  auto centre_max = [](Setting s) {
     s.nlm.centre_weight = ctd::CentreWeight::Max;
     s.label += " centre max";
+    return s;
   };
   if (user) {
     if (flat) {
-      noise_sigma_auto(nlm(5, 1));
-      gaussian(nlm(5, 2));
-      centre_max(nlm(5, 1));
-      bf(2.5f, ctd::SpatialUnit::Voxel);
-    } else {
-      nlm(5, 1);
-      Setting& g = nlm(3, 2);
-      gaussian(g);
-      noise_sigma_auto(g);
-      centre_max(nlm(3, 1));
-      bf(2, ctd::SpatialUnit::Voxel);
+      return {noise_sigma_auto(nlm(5, 1)), gaussian(nlm(5, 2)), centre_max(nlm(5, 1)), bf(2.5f, ctd::SpatialUnit::Voxel),
+              bf(3, ctd::SpatialUnit::Millimetre)};
     }
-    bf(3, ctd::SpatialUnit::Millimetre);
-    return out;
+    return {nlm(5, 1), noise_sigma_auto(gaussian(nlm(3, 2))), centre_max(nlm(3, 1)), bf(2, ctd::SpatialUnit::Voxel),
+            bf(3, ctd::SpatialUnit::Millimetre)};
   }
-  if (reduced) {
-    nlm(flat ? 5 : 3, 1);
-    bf(1.5f, ctd::SpatialUnit::Voxel);
-    return out;
-  }
+  if (reduced) return {nlm(flat ? 5 : 3, 1), bf(1.5f, ctd::SpatialUnit::Voxel)};
+  std::vector<Setting> out;
   if (flat) {
-    nlm(5, 1);
-    nlm(7, 2);
-    nlm(5, 2, ctd::PatchDistance::L1);
+    out = {nlm(5, 1), nlm(7, 2), nlm(5, 2, ctd::PatchDistance::L1)};
   } else {
-    nlm(2, 1);
-    nlm(3, 1);
-    nlm(3, 2);
+    out = {nlm(2, 1), nlm(3, 1), nlm(3, 2)};
   }
-  bf(1, ctd::SpatialUnit::Voxel);
-  bf(1.5f, ctd::SpatialUnit::Millimetre);
+  out.push_back(bf(1, ctd::SpatialUnit::Voxel));
+  out.push_back(bf(1.5f, ctd::SpatialUnit::Millimetre));
   return out;
 }
 
