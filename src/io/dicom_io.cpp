@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -216,6 +217,21 @@ void read_slices(const std::vector<std::string>& files, Volume& volume, std::vec
   });
 }
 
+// For a folder without DICOM images of its own: its subfolders, which may hold the series (an
+// archive's folder of series, a study's folder per series), named for the user to pick one.
+std::string subfolder_hint(const fs::path& path) {
+  std::vector<std::string> names;
+  std::error_code error;
+  for (fs::directory_iterator it(path, error), end; !error && it != end; it.increment(error))
+    if (it->is_directory(error)) names.push_back(it->path().filename().string());
+  if (names.empty()) return "";
+  std::sort(names.begin(), names.end());
+  std::string listed;
+  for (std::size_t i = 0; i < std::min<std::size_t>(names.size(), 3); ++i) listed += (i ? ", " : "") + quoted(path / names[i]);
+  if (names.size() > 3) listed += fmt::format(" and {} more", names.size() - 3);
+  return fmt::format(" (its subfolders are not searched: give one of them, {})", listed);
+}
+
 Image read_dicom(const fs::path& path, const ReadOptions& options) {
   const LibraryOutputCapture quiet;
   StageClock clock;
@@ -234,7 +250,7 @@ Image read_dicom(const fs::path& path, const ReadOptions& options) {
       names->SetUseSeriesDetails(true);  // split slices that differ in orientation, size or thickness
       names->SetDirectory(path.string());
       const std::vector<std::string> ids = names->GetSeriesUIDs();
-      if (ids.empty()) fail(ErrorKind::Io, fmt::format("{} holds no readable DICOM image", quoted(path)));
+      if (ids.empty()) fail(ErrorKind::Io, fmt::format("{} holds no readable DICOM image{}", quoted(path), subfolder_hint(path)));
       const std::string id = choose_series(ids, options.series_uid, *names, path);
       const std::vector<std::string> files = names->GetFileNames(id);
       gdcm_io->SetFileName(files.front());

@@ -335,6 +335,18 @@ TEST(IoErrors, DicomFoldersWithoutImagesOrWithSeveralSeries) {
   std::ofstream(dir / "empty" / "README.txt") << "not dicom";
   EXPECT_TRUE(throws_kind([&] { ctd::io::read_image(dir / "empty"); }, ErrorKind::Io));
 
+  // A folder whose series lies one level down (an archive's layout): the message names the subfolder.
+  fs::create_directory(dir / "archive");
+  ctd::io::write_image(pattern({8, 8, 3}, 0, 100), info_of(PixelType::Int16), dir / "archive" / "series1");
+  try {
+    ctd::io::read_image(dir / "archive");
+    ADD_FAILURE() << "read a folder without images of its own";
+  } catch (const ctd::Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Io);
+    EXPECT_NE(std::string(e.what()).find("series1"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(ctd::io::read_image(dir / "archive" / "series1").volume.dims(), (ctd::Dims{8, 8, 3}));
+
   // Two series written by ctdenoise (each gets its own Series Instance UID) in one folder.
   ctd::io::write_image(pattern({8, 8, 3}, 0, 100), info_of(PixelType::Int16), dir / "a");
   ctd::io::write_image(pattern({6, 6, 2}, 0, 100), info_of(PixelType::Int16), dir / "b");
