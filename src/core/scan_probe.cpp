@@ -204,9 +204,11 @@ std::optional<ScanMap> scan_map(const ImageReads& image, const Sample& s, const 
   const double cx = (double(d.nx) - 1) / 2, cy = (double(d.ny) - 1) / 2;
   // Per tile, its rays' (log weight, p) for a source at distance D (infinite: parallel beam).
   using Rays = std::vector<std::vector<std::array<double, 2>>>;
+  // The fits below run a few hundred short loops over the tiles: on one pool.
+  cpu::ThreadPool pool(int(std::min<i64>(cpu::hardware_threads(), i64(used.size()))));
   auto rays_for = [&](double D) {
     Rays rays(used.size());
-    cpu::for_each_piece(i64(used.size()), 1, 0, [&](i64 index, i64, i64) {
+    cpu::for_each_piece(pool, i64(used.size()), 1, [&](i64 index, i64, i64) {
       const Sample::Tile& t = *used[std::size_t(index)];
       auto& r = rays[std::size_t(index)];
       for (int j = 0; j < 3; ++j)
@@ -235,7 +237,7 @@ std::optional<ScanMap> scan_map(const ImageReads& image, const Sample& s, const 
   // Each tile's log level less the map's at attenuation P.
   auto gaps = [&](const Rays& rays, double P) {
     std::vector<double> gap(logs.size());
-    cpu::for_each_piece(i64(logs.size()), 1, 0, [&](i64 t, i64, i64) {
+    cpu::for_each_piece(pool, i64(logs.size()), 1, [&](i64 t, i64, i64) {
       double sum = 0;
       for (const auto& [log_weight, p] : rays[std::size_t(t)]) sum += std::exp(log_weight + P * p);
       gap[std::size_t(t)] = logs[std::size_t(t)] - 0.5 * std::log(sum / double(rays[std::size_t(t)].size()));

@@ -11,6 +11,7 @@
 #include <functional>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace ctd::cpu {
@@ -52,16 +53,23 @@ int hardware_threads();
 // body(index, begin, end) for each on up to `threads` threads (0: all hardware threads). The cut
 // does not depend on the thread count, so per-piece results combined in piece order give the
 // same bits on any machine. Returns the number of pieces.
+// The same on the caller's pool, for a loop run many times over: its threads start once (starting
+// 16 threads for each of a few hundred small loops took longer than the loops).
 template <class Body>
-std::int64_t for_each_piece(std::int64_t n, std::int64_t piece, int threads, Body&& body) {
+std::int64_t for_each_piece(ThreadPool& pool, std::int64_t n, std::int64_t piece, Body&& body) {
   if (n <= 0) return 0;
   const std::int64_t pieces = (n + piece - 1) / piece;
-  const int wanted = threads > 0 ? threads : hardware_threads();
-  ThreadPool pool(int(std::min<std::int64_t>(wanted, pieces)));
   pool.parallel_for(pieces, [&](std::int64_t first, std::int64_t last) {
     for (std::int64_t i = first; i < last; ++i) body(i, i * piece, std::min(n, (i + 1) * piece));
   });
   return pieces;
+}
+template <class Body>
+std::int64_t for_each_piece(std::int64_t n, std::int64_t piece, int threads, Body&& body) {
+  if (n <= 0) return 0;
+  const int wanted = threads > 0 ? threads : hardware_threads();
+  ThreadPool pool(int(std::min<std::int64_t>(wanted, (n + piece - 1) / piece)));
+  return for_each_piece(pool, n, piece, std::forward<Body>(body));
 }
 
 // Sums of N terms over [0, n): body(i, sums) adds index i's terms to `sums`, in pieces of 2^16
