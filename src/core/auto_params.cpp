@@ -68,9 +68,10 @@ void scale_to_image(Volume& b, Sample& s, const NoiseModel& noise) {
   s.level = float(std::sqrt(sum2 / std::max(1.0, count)));
 }
 
-// The filter at strength `value`; its output is read in `needed` alone (empty: everywhere).
-using Filter = std::function<void(ConstVolumeView<float> in, VolumeView<float> out, double value,
-                                  std::span<const cpu::OutputBox> needed)>;
+// The filter at each strength of `values` into outs[k]; its output is read in `needed` alone
+// (empty: everywhere).
+using Filter = std::function<void(ConstVolumeView<float> in, std::span<const VolumeView<float>> outs,
+                                  std::span<const double> values, std::span<const cpu::OutputBox> needed)>;
 
 // Minimises SURE over value = scale * 2^k: k = -1..1, extended while the least risk sits at an
 // end, then refined by half steps around the best and a parabola in log(value) through the best
@@ -158,7 +159,7 @@ AutoChoice choose(const detail::ImageReads& image, const NoiseModel& noise, doub
   // The risk reads the filter's output where it counts voxels: inside the blocks' margins.
   const std::vector<cpu::OutputBox> needed = detail::counted_boxes(sample);
   constexpr double kEps = 0.02;  // the probe's size, as a fraction of the noise: small, yet well above float rounding
-  Volume perturbed(sd), f0(sd), f1(sd);
+  Volume perturbed(sd);
   const float* y = sample.image.data();
   const bool scaled = !scan_like && sample.tile_models.empty();
   const i64 counted = i64(cpu::sum_in_pieces<1>(sd.count(), [&](i64 i, std::array<double, 1>& n) {
@@ -194,38 +195,48 @@ AutoChoice choose(const detail::ImageReads& image, const NoiseModel& noise, doub
         ->first;
   };
   constexpr int kPlannedEvaluations = 6;
-  auto evaluate = [&](double k) {
-    if (terms.count(k)) return;
+  // The strengths scale * 2^k of `ks` not evaluated yet, in one pass where the filter can (the CPU
+  // NLM shares the patch distances among them; each output is as it would be alone).
+  auto evaluate = [&](std::vector<double> ks) {
+    std::erase_if(ks, [&](double k) { return terms.count(k) > 0; });
+    if (ks.empty()) return;
     if (context.progress) context.progress(std::min(1.0, double(terms.size()) / kPlannedEvaluations));
-    const double value = scale * std::exp2(k);
+    std::vector<double> values;
+    std::vector<Volume> f0, f1;
+    std::vector<VolumeView<float>> f0_views, f1_views;
+    for (const double k : ks) values.push_back(scale * std::exp2(k)), f0.emplace_back(sd), f1.emplace_back(sd);
+    for (std::size_t j = 0; j < ks.size(); ++j) f0_views.push_back(f0[j].view()), f1_views.push_back(f1[j].view());
     const auto filter_start = std::chrono::steady_clock::now();
-    filter(sample.image.view(), f0.view(), value, needed);
-    filter(perturbed.view(), f1.view(), value, needed);
+    filter(sample.image.view(), f0_views, values, needed);
+    filter(perturbed.view(), f1_views, values, needed);
     filter_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - filter_start).count();
-    const auto [residual, divergence] = cpu::sum_in_pieces<2>(sd.count(), [&](i64 i, std::array<double, 2>& s) {
-      if (!sample.counted[std::size_t(i)]) return;
-      const double r = double(f0.data()[i]) - y[i];
-      s[0] += r * r;
-      s[1] += double(b.data()[i]) * (double(f1.data()[i]) - f0.data()[i]);
-    });
-    terms[k] = {residual / double(counted), divergence / kEps / double(counted)};
+    for (std::size_t j = 0; j < ks.size(); ++j) {
+      const float* g0 = f0[j].data();
+      const float* g1 = f1[j].data();
+      const auto [residual, divergence] = cpu::sum_in_pieces<2>(sd.count(), [&](i64 i, std::array<double, 2>& s) {
+        if (!sample.counted[std::size_t(i)]) return;
+        const double r = double(g0[i]) - y[i];
+        s[0] += r * r;
+        s[1] += double(b.data()[i]) * (double(g1[i]) - g0[i]);
+      });
+      terms[ks[j]] = {residual / double(counted), divergence / kEps / double(counted)};
+    }
   };
   // Coarse steps of 2x, extended while the least risk sits at an end, then half steps around it.
   auto search = [&] {
     for (int step = 0; step < 7; ++step) {  // up to k = -8 or 8
       const double k = best_k();
-      if (k == terms.begin()->first) evaluate(k - 1);
-      else if (k == terms.rbegin()->first) evaluate(k + 1);
+      if (k == terms.begin()->first) evaluate({k - 1});
+      else if (k == terms.rbegin()->first) evaluate({k + 1});
       else break;
     }
     const double k = best_k();
-    evaluate(k - 0.5);
-    evaluate(k + 0.5);
+    evaluate({k - 0.5, k + 0.5});
   };
   // The risk curve is unimodal in k: three values bracket most optima, and the walk finds the
   // others (k = -2 and 2 up front cost 2-4 filter runs; of 705 recorded curves, one best point
   // moved without them, through the noise share below).
-  for (int k = -1; k <= 1; ++k) evaluate(k);
+  evaluate({-1, 0, 1});
   search();
   // Consistency: a noise model that claims more noise than the image holds (anatomy read as
   // noise, e.g. in a resampled or already smooth scan) makes the estimated error at the best
@@ -317,11 +328,9 @@ AutoChoice detail::auto_nlm_h(const ImageReads& image, const NlmParams& params, 
   }
   ExecContext inner = context;
   inner.progress = nullptr;
-  const Filter filter = [&](ConstVolumeView<float> in, VolumeView<float> out, double value,
-                            std::span<const cpu::OutputBox> needed) {
-    NlmParams q = p;
-    q.h = float(value);
-    detail::nlm_in_boxes(in, out, q, inner, needed);
+  const Filter filter = [&](ConstVolumeView<float> in, std::span<const VolumeView<float>> outs,
+                            std::span<const double> values, std::span<const cpu::OutputBox> needed) {
+    detail::nlm_in_boxes(in, outs, values, p, inner, needed);
   };
   const int reach = p.search_radius + p.patch_radius;
   return choose(image, noise, scale, reach, flat ? 0 : reach, filter, context, strength, "--h");
@@ -335,12 +344,14 @@ AutoChoice detail::auto_bilateral_sigma_range(const ImageReads& image, const Bil
   const auto radius = bilateral_radius(p, image.dims());
   ExecContext inner = context;
   inner.progress = nullptr;
-  const Filter filter = [&](ConstVolumeView<float> in, VolumeView<float> out, double value,
-                            std::span<const cpu::OutputBox>) {
-    BilateralParams q = p;
-    q.sigma_range = float(value);
-    q.radius = {radius[0], radius[1], std::max(radius[2], 1)};  // the whole image's window (z unused in 2D)
-    bilateral(in, out, q, inner);
+  const Filter filter = [&](ConstVolumeView<float> in, std::span<const VolumeView<float>> outs,
+                            std::span<const double> values, std::span<const cpu::OutputBox>) {
+    for (std::size_t k = 0; k < values.size(); ++k) {
+      BilateralParams q = p;
+      q.sigma_range = float(values[k]);
+      q.radius = {radius[0], radius[1], std::max(radius[2], 1)};  // the whole image's window (z unused in 2D)
+      bilateral(in, outs[k], q, inner);
+    }
   };
   // The range kernel's scale: twice the noise sigma, the spread of a noise-only difference.
   return choose(image, noise, 2 * noise.sigma, std::max(radius[0], radius[1]), radius[2], filter, context, strength,

@@ -30,6 +30,11 @@ std::array<std::int64_t, 3> nlm_box_size(const Dims& dims);
 // bit for bit as in a run over the whole volume.
 void nlm_displacement(ConstVolumeView<float> in, VolumeView<float> out, const NlmParams& params,
                       ThreadPool& pool, const Progress& progress, std::span<const OutputBox> only = {});
+// The same at several strengths in one pass: outs[k] at h_values[k] (params.h unused), each bit
+// for bit as alone; the patch distances are computed once for all of them.
+void nlm_displacement(ConstVolumeView<float> in, std::span<const VolumeView<float>> outs, std::span<const float> h_values,
+                      const NlmParams& params, ThreadPool& pool, const Progress& progress,
+                      std::span<const OutputBox> only = {});
 
 // Blockwise NLM with voxel preselection (Coupe et al. 2008): approximate.
 void nlm_blockwise(ConstVolumeView<float> in, VolumeView<float> out, const NlmParams& params, ThreadPool& pool,

@@ -36,13 +36,17 @@ using i64 = std::int64_t;
 
 // The output on box t: every displacement's weights on the hull the box needs, added to the box's
 // sums, then the sums' ratio with the centre voxel's weight.
-void RunBox(const Setup& s, ConstVolumeView<float> in, VolumeView<float> out, const OutputBox& t, Scratch& w) {
+void RunBox(const Setup& s, ConstVolumeView<float> in, std::span<const VolumeView<float>> outs, const OutputBox& t,
+            Scratch& w) {
   const i64 nx = s.nx, ny = s.ny, nz = s.nz, rp = s.rp, rpz = s.rpz, patch_width = s.patch_width;
   const i64 tx = t.x1 - t.x0, ty = t.y1 - t.y0;
   const i64 n = tx * ty * (t.z1 - t.z0);
-  std::fill_n(w.acc_value.begin(), n, 0.0);
-  std::fill_n(w.acc_weight.begin(), n, 0.0);
-  if (s.track_max) std::fill_n(w.max_weight.begin(), n, 0.0f);
+  const std::size_t strengths = s.strengths();
+  for (std::size_t k = 0; k < strengths; ++k) {
+    std::fill_n(w.acc_value.begin() + std::ptrdiff_t(k * w.box_size), n, 0.0);
+    std::fill_n(w.acc_weight.begin() + std::ptrdiff_t(k * w.box_size), n, 0.0);
+    if (s.track_max) std::fill_n(w.max_weight.begin() + std::ptrdiff_t(k * w.box_size), n, 0.0f);
+  }
 
   for (const auto& [dx, dy, dz] : s.displacements) {
     const Span sx = pair_span(dx, nx), sy = pair_span(dy, ny), sz = pair_span(dz, nz);
@@ -100,11 +104,11 @@ void RunBox(const Setup& s, ConstVolumeView<float> in, VolumeView<float> out, co
       }
     }
 
-    // B: z pass (L2) or the whole L1 kernel, then the weight of each pair (p, p+d) of the hull.
+    // B: z pass (L2) or the whole L1 kernel, then the weight of each pair (p, p+d) of the hull at
+    // each strength.
     float* d2 = w.d2.data();
     for (i64 row = 0; row < lz * ly; ++row) {
       const i64 z = row / ly, y = row % ly;
-      float* weight = w.weight.data() + row * lx;
       std::fill(d2, d2 + lx, 0.0f);
       if (s.l1) {
         std::size_t k = 0;
@@ -116,7 +120,8 @@ void RunBox(const Setup& s, ConstVolumeView<float> in, VolumeView<float> out, co
               for (i64 x = 0; x < lx; ++x) d2[x] += g * src[x + kx];
             }
           }
-        exp_of_negative_products(d2, s.l1_scale, weight, lx);
+        for (std::size_t j = 0; j < strengths; ++j)
+          exp_of_negative_products(d2, s.l1_scale[j], w.weight.data() + j * w.weight_size + row * lx, lx);
       } else {
         for (std::size_t kz = 0; kz < s.gz.size(); ++kz) {
           const float g = s.gz[kz];
@@ -124,48 +129,54 @@ void RunBox(const Setup& s, ConstVolumeView<float> in, VolumeView<float> out, co
           for (i64 x = 0; x < lx; ++x) d2[x] += g * src[x];
         }
         for (i64 x = 0; x < lx; ++x) d2[x] = std::max(d2[x] * s.inv_norm - s.bias, 0.0f);
-        exp_of_negative_products(d2, s.inv_h2, weight, lx);
+        for (std::size_t k = 0; k < strengths; ++k)
+          exp_of_negative_products(d2, s.inv_h2[k], w.weight.data() + k * w.weight_size + row * lx, lx);
       }
     }
 
     // C: every voxel q of the box adds w(q, q+d) u(q+d) (q in the pairs' span) and w(q-d, q)
-    // u(q-d) (q - d in it), in that order.
-    auto add = [&](i64 x_begin, i64 x_end, i64 acc_base, const float* weight, const float* values) {
-      for (i64 x = x_begin; x < x_end; ++x) {
-        const auto o = std::size_t(acc_base + x);
-        const float wt = weight[x];
-        w.acc_weight[o] += wt;
-        w.acc_value[o] += double(wt) * values[x];
-        if (s.track_max) w.max_weight[o] = std::max(w.max_weight[o], wt);
-      }
-    };
-    for (i64 z = t.z0; z < t.z1; ++z)
-      for (i64 y = t.y0; y < t.y1; ++y) {
-        const i64 acc_base = ((z - t.z0) * ty + (y - t.y0)) * tx - t.x0;
-        if (z >= sz.lo && z < sz.hi && y >= sy.lo && y < sy.hi) {
-          add(std::max(sx.lo, t.x0), std::min(sx.hi, t.x1), acc_base,
-              w.weight.data() + ((z - wz.lo) * ly + (y - wy.lo)) * lx - wx.lo,
-              in.data + ((z + dz) * ny + (y + dy)) * nx + dx);
+    // u(q-d) (q - d in it), in that order, at each strength.
+    for (std::size_t k = 0; k < strengths; ++k) {
+      double* acc_weight = w.acc_weight.data() + k * w.box_size;
+      double* acc_value = w.acc_value.data() + k * w.box_size;
+      float* max_weight = s.track_max ? w.max_weight.data() + k * w.box_size : nullptr;
+      const float* weights = w.weight.data() + k * w.weight_size;
+      auto add = [&](i64 x_begin, i64 x_end, i64 acc_base, const float* weight, const float* values) {
+        for (i64 x = x_begin; x < x_end; ++x) {
+          const auto o = std::size_t(acc_base + x);
+          const float wt = weight[x];
+          acc_weight[o] += wt;
+          acc_value[o] += double(wt) * values[x];
+          if (s.track_max) max_weight[o] = std::max(max_weight[o], wt);
         }
-        const i64 zb = z - dz, yb = y - dy;
-        if (zb >= sz.lo && zb < sz.hi && yb >= sy.lo && yb < sy.hi) {
-          add(std::max(sx.lo + dx, t.x0), std::min(sx.hi + dx, t.x1), acc_base,
-              w.weight.data() + ((zb - wz.lo) * ly + (yb - wy.lo)) * lx - wx.lo - dx,
-              in.data + (zb * ny + yb) * nx - dx);
+      };
+      for (i64 z = t.z0; z < t.z1; ++z)
+        for (i64 y = t.y0; y < t.y1; ++y) {
+          const i64 acc_base = ((z - t.z0) * ty + (y - t.y0)) * tx - t.x0;
+          if (z >= sz.lo && z < sz.hi && y >= sy.lo && y < sy.hi) {
+            add(std::max(sx.lo, t.x0), std::min(sx.hi, t.x1), acc_base, weights + ((z - wz.lo) * ly + (y - wy.lo)) * lx - wx.lo,
+                in.data + ((z + dz) * ny + (y + dy)) * nx + dx);
+          }
+          const i64 zb = z - dz, yb = y - dy;
+          if (zb >= sz.lo && zb < sz.hi && yb >= sy.lo && yb < sy.hi) {
+            add(std::max(sx.lo + dx, t.x0), std::min(sx.hi + dx, t.x1), acc_base,
+                weights + ((zb - wz.lo) * ly + (yb - wy.lo)) * lx - wx.lo - dx, in.data + (zb * ny + yb) * nx - dx);
+          }
         }
-      }
+    }
   }
 
   // The centre voxel: w(p,p) = 1 (formula), or the largest neighbour weight.
-  for (i64 z = t.z0; z < t.z1; ++z)
-    for (i64 y = t.y0; y < t.y1; ++y)
-      for (i64 x = t.x0; x < t.x1; ++x) {
-        const auto o = std::size_t(((z - t.z0) * ty + (y - t.y0)) * tx + (x - t.x0));
-        const i64 i = (z * ny + y) * nx + x;
-        double centre = 1.0;
-        if (s.track_max && w.max_weight[o] > 0.0f) centre = w.max_weight[o];
-        out.data[i] = float((w.acc_value[o] + centre * in.data[i]) / (w.acc_weight[o] + centre));
-      }
+  for (std::size_t k = 0; k < strengths; ++k)
+    for (i64 z = t.z0; z < t.z1; ++z)
+      for (i64 y = t.y0; y < t.y1; ++y)
+        for (i64 x = t.x0; x < t.x1; ++x) {
+          const auto o = k * w.box_size + std::size_t(((z - t.z0) * ty + (y - t.y0)) * tx + (x - t.x0));
+          const i64 i = (z * ny + y) * nx + x;
+          double centre = 1.0;
+          if (s.track_max && w.max_weight[o] > 0.0f) centre = w.max_weight[o];
+          outs[k].data[i] = float((w.acc_value[o] + centre * in.data[i]) / (w.acc_weight[o] + centre));
+        }
 }
 
 }  // namespace ctd::cpu::HWY_NAMESPACE
@@ -198,7 +209,14 @@ std::array<i64, 3> nlm_box_size(const Dims& dims) {
 
 void nlm_displacement(ConstVolumeView<float> in, VolumeView<float> out, const NlmParams& params, ThreadPool& pool,
                       const Progress& progress, std::span<const OutputBox> only) {
-  const Setup setup(in.dims, params);
+  const VolumeView<float> outs[] = {out};
+  const float h_values[] = {params.h};
+  nlm_displacement(in, outs, h_values, params, pool, progress, only);
+}
+
+void nlm_displacement(ConstVolumeView<float> in, std::span<const VolumeView<float>> outs, std::span<const float> h_values,
+                      const NlmParams& params, ThreadPool& pool, const Progress& progress, std::span<const OutputBox> only) {
+  const Setup setup(in.dims, params, h_values);
   const std::vector<OutputBox> tiles = only.empty() ? cache_boxes(in.dims, nlm_box_size(in.dims)) : std::vector<OutputBox>{};
   const std::span<const OutputBox> boxes = only.empty() ? std::span<const OutputBox>(tiles) : only;
   OutputBox largest{0, 0, 0, 0, 0, 0};
@@ -215,7 +233,7 @@ void nlm_displacement(ConstVolumeView<float> in, VolumeView<float> out, const Nl
     scratch.reserve(setup, largest);
     for (i64 b = begin; b < end; ++b) {
       const OutputBox& t = boxes[std::size_t(b)];
-      if (t.x1 > t.x0 && t.y1 > t.y0 && t.z1 > t.z0) HWY_DYNAMIC_DISPATCH(RunBox)(setup, in, out, t, scratch);
+      if (t.x1 > t.x0 && t.y1 > t.y0 && t.z1 > t.z0) HWY_DYNAMIC_DISPATCH(RunBox)(setup, in, outs, t, scratch);
       const i64 finished = ++done;
       if (progress && std::this_thread::get_id() == caller) progress(double(finished) / double(boxes.size()));
     }

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace ctd::cpu::nlm_displacement_detail {
@@ -44,7 +45,8 @@ inline Span weight_span(Span pairs, i64 t_lo, i64 t_hi, i64 d) {
 
 // What every box shares: the kernel, the constants and the displacements.
 struct Setup {
-  Setup(const Dims& dims, const NlmParams& params)
+  // At each of `h_values` (params.h unused).
+  Setup(const Dims& dims, const NlmParams& params, std::span<const float> h_values)
       : nx(dims.nx), ny(dims.ny), nz(dims.nz),
         rp(params.patch_radius), rpz(dims.is_2d() ? 0 : params.patch_radius),
         rs(params.search_radius), rsz(dims.is_2d() ? 0 : params.search_radius),
@@ -72,22 +74,28 @@ struct Setup {
             g_l1.push_back(float(r == 0 ? std::sqrt(2.0) : 1.0 / r));
           }
     }
-    l1_scale = float(1.0 / (double(params.h) * std::pow(double(patch_width), dim)));
-    inv_h2 = float(1.0 / (double(params.h) * params.h));
+    for (const float h : h_values) {
+      l1_scale.push_back(float(1.0 / (double(h) * std::pow(double(patch_width), dim))));
+      inv_h2.push_back(float(1.0 / (double(h) * h)));
+    }
     bias = float(2.0 * double(params.noise_sigma) * params.noise_sigma);
   }
   i64 nx, ny, nz, rp, rpz, rs, rsz, patch_width;
   bool l1, track_max;
   MirrorTable mx, my, mz;
   std::vector<float> g1, gz, g_l1;
-  float inv_norm = 1, l1_scale = 1, inv_h2 = 1, bias = 0;
+  std::vector<float> l1_scale, inv_h2;  // per strength
+  float inv_norm = 1, bias = 0;
+  std::size_t strengths() const { return inv_h2.size(); }
   std::vector<Displacement> displacements;
 };
 
-// A box's working arrays, sized for the largest box and reused.
+// A box's working arrays, sized for the largest box and reused; the weights and sums one set per
+// strength, strength after strength.
 struct Scratch {
   std::vector<float> e, ex, exy, d2, weight, max_weight;
   std::vector<double> acc_value, acc_weight;
+  std::size_t weight_size = 0, box_size = 0;
   void reserve(const Setup& s, const OutputBox& largest) {
     // A box's hull is at most the search radius longer than the box along each axis.
     const i64 wx = largest.x1 - largest.x0 + s.rs, wy = largest.y1 - largest.y0 + s.rs, wz = largest.z1 - largest.z0 + s.rsz;
@@ -97,10 +105,12 @@ struct Scratch {
     ex.resize(std::size_t(pz * py * (s.l1 ? px : wx)));
     exy.resize(s.l1 ? 0 : std::size_t(pz * wy * wx));
     d2.resize(std::size_t(wx));
-    weight.resize(std::size_t(wz * wy * wx));
-    acc_value.resize(std::size_t(n));
-    acc_weight.resize(std::size_t(n));
-    max_weight.resize(s.track_max ? std::size_t(n) : 0);
+    weight_size = std::size_t(wz * wy * wx), box_size = std::size_t(n);
+    const std::size_t k = s.strengths();
+    weight.resize(k * weight_size);
+    acc_value.resize(k * box_size);
+    acc_weight.resize(k * box_size);
+    max_weight.resize(s.track_max ? k * box_size : 0);
   }
 };
 

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <span>
+#include <vector>
 
 namespace {
 
@@ -118,6 +120,38 @@ TEST(NlmCpuProperties, OutputInBoxesAloneIsTheWholeRunsThere) {
     EXPECT_EQ(inside, 1 + 31 * 7 * 7 + 9 + 5);
     EXPECT_EQ(differ, 0) << (l1 ? "L1" : "L2");
     EXPECT_EQ(touched, 0) << (l1 ? "L1" : "L2");
+  }
+}
+
+// Several strengths in one pass (as the automatic h runs the filter) give each output bit for
+// bit as a run at that strength alone, with every option, over the whole volume and in boxes.
+TEST(NlmCpuProperties, SeveralStrengthsInOnePassAreEachAsAlone) {
+  const ctd::Volume in = testing_util::random_volume({29, 27, 6}, 21);
+  const std::vector<float> hs = {12.5f, 30.0f, 71.0f};
+  const std::vector<ctd::cpu::OutputBox> boxes = {{2, 3, 0, 27, 20, 6}};
+  ctd::cpu::ThreadPool pool(2);
+  for (int variant = 0; variant < 4; ++variant) {
+    ctd::NlmParams p;
+    p.search_radius = 3;
+    if (variant == 1) p.distance = ctd::PatchDistance::L1;
+    if (variant == 2) p.centre_weight = ctd::CentreWeight::Max, p.patch_kernel = ctd::PatchKernel::Gaussian;
+    if (variant == 3) p.noise_sigma = 8;
+    for (const bool in_boxes : {false, true}) {
+      const std::span<const ctd::cpu::OutputBox> only = in_boxes ? std::span<const ctd::cpu::OutputBox>(boxes)
+                                                                 : std::span<const ctd::cpu::OutputBox>();
+      std::vector<ctd::Volume> together(hs.size(), ctd::Volume(in.dims()));
+      std::vector<ctd::VolumeView<float>> views;
+      for (auto& v : together) views.push_back(v.view());
+      ctd::cpu::nlm_displacement(in.view(), views, hs, p, pool, {}, only);
+      for (std::size_t k = 0; k < hs.size(); ++k) {
+        ctd::NlmParams q = p;
+        q.h = hs[k];
+        ctd::Volume alone(in.dims());
+        ctd::cpu::nlm_displacement(in.view(), alone.view(), q, pool, {}, only);
+        EXPECT_TRUE(testing_util::bit_identical(together[k], alone)) << "variant " << variant << " h " << hs[k];
+      }
+      EXPECT_FALSE(testing_util::bit_identical(together[0], together[2])) << "variant " << variant;
+    }
   }
 }
 
