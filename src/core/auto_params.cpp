@@ -2,6 +2,7 @@
 // (include/ctdenoise/auto_params.hpp, docs/parameters.md).
 
 #include "core/auto_sample.hpp"
+#include "core/exec_internal.hpp"
 #include "core/scan_probe.hpp"
 #include "core/robust_stats.hpp"
 #include "core/noise_synthesis.hpp"

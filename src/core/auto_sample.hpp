@@ -114,12 +114,6 @@ Volume masked_part(const Volume& v, const Sample& s, std::int64_t x0, std::int64
 // empty where the blocks have none (every voxel may count).
 std::vector<cpu::OutputBox> counted_boxes(const Sample& s);
 
-// NLM at each of `values` into outs[k] (none of them over `in`), the output needed in `only` alone: the CPU computes it
-// there (bit for bit as over the whole image), at all the values in one pass; CUDA everywhere, a
-// run per value (src/core/nlm.cpp).
-void nlm_in_boxes(ConstVolumeView<float> in, std::span<const VolumeView<float>> outs, std::span<const double> values,
-                  const NlmParams& params, const ExecContext& context, std::span<const cpu::OutputBox> only);
-
 // auto_nlm_h and auto_bilateral_sigma_range of the image `image` reads (src/core/auto_params.cpp).
 AutoChoice auto_nlm_h(const ImageReads& image, const NlmParams& params, const NoiseModel& noise,
                       const ExecContext& context, double strength);

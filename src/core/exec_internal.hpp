@@ -5,13 +5,19 @@
 #include <ctdenoise/volume.hpp>
 
 #include <ctdenoise/error.hpp>
+#include <ctdenoise/nlm.hpp>
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <string_view>
 #include <vector>
+
+namespace ctd::cpu {
+struct OutputBox;  // cpu/backend.hpp
+}
 
 namespace ctd::detail {
 
@@ -54,5 +60,11 @@ E enum_from_string(std::string_view name, const E (&all)[N], std::string_view wh
   throw Error(ErrorKind::InvalidArgument,
               "unknown " + std::string(what) + " '" + std::string(name) + "' (available: " + names + ")");
 }
+
+// NLM at each of `values` into outs[k] (none of them over `in`), the output needed in `only`
+// alone: the CPU computes it there (bit for bit as over the whole image), at all the values in one
+// pass; CUDA everywhere, a run per value (src/core/nlm.cpp; the automatic h's filter runs).
+void nlm_in_boxes(ConstVolumeView<float> in, std::span<const VolumeView<float>> outs, std::span<const double> values,
+                  const NlmParams& params, const ExecContext& context, std::span<const cpu::OutputBox> only);
 
 }  // namespace ctd::detail

@@ -1,6 +1,5 @@
 // NLM front end: validation, then routing to a backend variant.
 
-#include "core/auto_sample.hpp"
 #include "core/exec_internal.hpp"
 #include "cpu/backend.hpp"
 #if CTD_HAVE_CUDA
@@ -133,27 +132,25 @@ FilterRun nlm(ConstVolumeView<std::int16_t> in, VolumeView<float> out, const Nlm
 
 void detail::nlm_in_boxes(ConstVolumeView<float> in, std::span<const VolumeView<float>> outs, std::span<const double> values,
                           const NlmParams& params, const ExecContext& context, std::span<const cpu::OutputBox> only) {
-  std::vector<float> h_values;
-  for (const double value : values) {
+  if (values.empty()) return;
+  auto at = [&](std::size_t k) {
     NlmParams q = params;
-    q.h = float(value);
-    validate(q);
-    h_values.push_back(q.h);
-  }
-  if (h_values.empty()) return;
+    q.h = float(values[k]);
+    return q;
+  };
   detail::PreparedRun run = detail::prepare_run(in, outs[0], context, "NLM", true);
-  for (const VolumeView<float>& out : outs)
-    if (!(out.dims == in.dims)) invalid("nlm_in_boxes: every output must have the input's dimensions");
-  if (run.device == Device::Cpu && resolve_algorithm(params.algorithm, Device::Cpu) == NlmAlgorithm::Displacement) {
-    cpu::ThreadPool pool(run.threads);
-    cpu::nlm_displacement(run.float_input(), outs, h_values, params, pool, context.progress, only);
+  if (run.device != Device::Cpu || resolve_algorithm(params.algorithm, Device::Cpu) != NlmAlgorithm::Displacement) {
+    for (std::size_t k = 0; k < values.size(); ++k) nlm_from_host(in, outs[k], at(k), context, only);
     return;
   }
-  for (std::size_t k = 0; k < h_values.size(); ++k) {
-    NlmParams q = params;
-    q.h = h_values[k];
-    nlm_from_host(in, outs[k], q, context, only);
+  std::vector<float> h_values;
+  for (std::size_t k = 0; k < values.size(); ++k) {
+    validate(at(k));
+    if (!(outs[k].dims == in.dims)) invalid("nlm_in_boxes: every output must have the input's dimensions");
+    h_values.push_back(at(k).h);
   }
+  cpu::ThreadPool pool(run.threads);
+  cpu::nlm_displacement(run.float_input(), outs, h_values, params, pool, context.progress, only);
 }
 
 FilterRun nlm_device(const float* device_in, float* device_out, const Dims& dims, const NlmParams& params,
