@@ -33,7 +33,7 @@ class HostReads final : public ImageReads {
 
   std::vector<float> every(i64 step, i64 count) const override {
     std::vector<float> out(std::size_t(std::max<i64>(0, count)));
-    cpu::for_each_piece(count, i64(1) << 16, 0, [&](i64, i64 begin, i64 end) {
+    cpu::for_each_piece(count, i64(1) << 13, 0, [&](i64, i64 begin, i64 end) {
       for (i64 k = begin; k < end; ++k) out[std::size_t(k)] = in_.data[k * step];
     });
     return out;
@@ -55,7 +55,7 @@ class HostReads final : public ImageReads {
       const i64 sampled = (positions + step - 1) / step;
       std::vector<Residual> all(static_cast<std::size_t>(sampled));
       std::vector<unsigned char> kept(static_cast<std::size_t>(sampled));
-      cpu::for_each_piece(sampled, i64(1) << 16, 0, [&](i64, i64 begin, i64 end) {
+      cpu::for_each_piece(sampled, i64(1) << 13, 0, [&](i64, i64 begin, i64 end) {
         for (i64 k = begin; k < end; ++k) {
           const i64 position = k * step;
           Residual& r = all[std::size_t(k)];
@@ -127,7 +127,8 @@ class HostReads final : public ImageReads {
     // usable: D is then NaN exactly where a voxel it needs is, and every lag reads the copy.
     const i64 hw = kLagArea + 2 * rx, hh = kLagArea + 2 * ry, hs = 2 * rz + 1;
     const std::size_t n_lags = lags.size();
-    cpu::for_each_piece(i64(areas.size()), 16, 0, [&](i64, i64 begin, i64 end) {
+    // Two areas a piece: a call on a few chosen blocks with many lags is all in a few areas.
+    cpu::for_each_piece(i64(areas.size()), 2, 0, [&](i64, i64 begin, i64 end) {
       std::vector<double> hood(std::size_t(hw * hh * hs));
       for (i64 a = begin; a < end; ++a) {
         const LagArea& area = areas[std::size_t(a)];

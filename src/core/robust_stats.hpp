@@ -37,7 +37,7 @@ inline double kth_smallest(std::vector<double>& v, std::size_t k) {
   const std::size_t at = k * kSample / n;
   const double lo = at >= kMargin ? sample[at - kMargin] : -std::numeric_limits<double>::infinity();
   const double hi = at + kMargin < kSample ? sample[at + kMargin] : std::numeric_limits<double>::infinity();
-  constexpr i64 kPiece = 1 << 16;
+  constexpr i64 kPiece = 1 << 13;  // a 512 x 512 slice in 32 pieces: 16 cores take part
   std::vector<std::vector<double>> between(std::size_t((i64(n) + kPiece - 1) / kPiece));
   std::vector<std::size_t> below(between.size(), 0);
   cpu::for_each_piece(i64(n), kPiece, 0, [&](i64 piece, i64 begin, i64 end) {
@@ -120,7 +120,7 @@ inline SpikeValues find_spikes(const ImageReads& reads) {
   // NaN would break the sort's order and the runs below; no padding value is non-finite.
   std::erase_if(sample, [](float v) { return !std::isfinite(v); });
   // Sorted in pieces on all cores, then merged: the same order as one sort.
-  constexpr i64 kPiece = 1 << 16;
+  constexpr i64 kPiece = 1 << 13;
   const i64 size = i64(sample.size());
   cpu::for_each_piece(size, kPiece, 0, [&](i64, i64 begin, i64 end) { std::sort(sample.begin() + begin, sample.begin() + end); });
   for (i64 width = kPiece; width < size; width *= 2) {
@@ -189,7 +189,7 @@ inline double robust_sigma(std::vector<double> values) {
   const double m = median(values);
   const i64 n = i64(values.size());
   std::vector<double> deviations(values.size());
-  cpu::for_each_piece(n, i64(1) << 16, 0, [&](i64, i64 begin, i64 end) {
+  cpu::for_each_piece(n, i64(1) << 13, 0, [&](i64, i64 begin, i64 end) {
     for (i64 i = begin; i < end; ++i) deviations[std::size_t(i)] = std::fabs(values[std::size_t(i)] - m);
   });
   double sigma = 1.4826 * median(deviations);

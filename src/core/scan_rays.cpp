@@ -3,11 +3,14 @@
 #include "core/scan_rays.hpp"
 
 #include "core/fbp.hpp"
+#include "cpu/scan_rows.hpp"
 #include "cpu/thread_pool.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <random>
 
 namespace ctd::detail::scan {
@@ -98,20 +101,30 @@ std::vector<double> z_taps(const NoiseModel& noise) {
   return taps;
 }
 
+namespace {
+
+// The window's kernel, worked out once per process (a direct DFT: 20 ms of sines and cosines
+// over the dozen pools of an automatic h).
+const std::vector<double>& pool_kernel(std::string_view window) {
+  static std::mutex mutex;
+  static std::map<std::string, std::vector<double>, std::less<>> kernels;
+  std::lock_guard lock(mutex);
+  auto at = kernels.find(window);
+  if (at == kernels.end()) at = kernels.emplace(std::string(window), fbp_kernel(kKernelReach + 1, 1.0, window)).first;
+  return at->second;
+}
+
+}  // namespace
+
 std::vector<float> filtered_rows(std::string_view window, i64 rows, i64 length, std::uint64_t seed) {
-  const std::vector<double> kernel = fbp_kernel(kKernelReach + 1, 1.0, window);
+  const std::vector<double>& kernel = pool_kernel(window);
   std::vector<float> out(std::size_t(rows * length));
   cpu::for_each_piece(rows, 1, 0, [&](i64 r, i64, i64) {
     std::mt19937_64 rng(mix(seed + std::uint64_t(r)));
     std::normal_distribution<double> normal;
     std::vector<double> white(std::size_t(length + 2 * kKernelReach)), acc(std::size_t(length), 0.0);
     for (double& w : white) w = normal(rng);
-    // Tap by tap over the whole row, so that the compiler can vectorise the inner loop.
-    for (i64 k = 0; k < 2 * kKernelReach + 1; ++k) {
-      const double tap = kernel[std::size_t(k)];
-      const double* w = white.data() + k;
-      for (i64 t = 0; t < length; ++t) acc[std::size_t(t)] += tap * w[t];
-    }
+    cpu::add_correlation(white.data(), kernel.data(), 2 * kKernelReach + 1, acc.data(), length);
     for (i64 t = 0; t < length; ++t) out[std::size_t(r * length + t)] = float(acc[std::size_t(t)]);
   });
   return out;
@@ -144,6 +157,8 @@ void back_project(const ScanMap& map, const Coarse& coarse, const std::vector<Ch
     std::vector<double> acc(n_pools * area, 0.0), integral;
     std::vector<std::vector<double>> factors(n_pools);
     std::vector<std::vector<double>> rows(n_pools), steps(n_pools);
+    std::vector<const double*> row_of(n_pools), step_of(n_pools);
+    std::vector<double*> acc_of(n_pools);
     for (int a = 0; a < turn; ++a) {
       const double theta = (fan ? 2 : 1) * M_PI * a / turn, c = std::cos(theta), s = std::sin(theta);
       // A voxel's bin: parallel beam, its offset along (c, s); fan beam, its detector coordinate
@@ -191,35 +206,25 @@ void back_project(const ScanMap& map, const Coarse& coarse, const std::vector<Ch
           for (i64 t = t0; t <= t1; ++t) row[std::size_t(t - t0)] += tap * source[t];
         }
         for (std::size_t k = 0; k < row.size(); ++k) row[k] *= factor[k];
-        // Linear interpolation as row[k] + f (row[k + 1] - row[k]); the voxels' bins are >= 0 (the
-        // detector spans the image's diagonal), so truncation is the floor.
         std::vector<double>& step = steps[q];
         step.resize(row.size());
         for (std::size_t k = 0; k + 1 < row.size(); ++k) step[k] = row[k + 1] - row[k];
         step.back() = 0;
       }
+      // Each voxel's bin t, linearly interpolated as row[k] + f (row[k + 1] - row[k]) (the voxels'
+      // bins are >= 0: the detector spans the image's diagonal), in SIMD registers.
       const i64 last = std::max<i64>(0, t1 - t0 - 1);
+      for (std::size_t q = 0; q < n_pools; ++q) row_of[q] = rows[q].data(), step_of[q] = steps[q].data();
       for (i64 y = item.y0; y < item.y1; ++y) {
         const std::size_t row_start = std::size_t((y - item.y0) * box.n.nx);
+        for (std::size_t q = 0; q < n_pools; ++q) acc_of[q] = acc.data() + q * area + row_start;
         const double ry = double(box.iy + y) - cy;
         if (fan) {  // fan_point's u and U, stepped along the row
           const double along0 = D - ((double(box.ix) - cx) * c + ry * s), across0 = -(double(box.ix) - cx) * s + ry * c;
-          for (i64 x = 0; x < box.n.nx; ++x) {
-            const double along = along0 - double(x) * c, across = across0 - double(x) * s;
-            const double t = across * D / along + cd - double(t0), inverse_U = D / along;
-            const auto k = std::size_t(std::clamp<i64>(i64(t), 0, last));
-            const double w = std::clamp(t - double(k), 0.0, 1.0);
-            for (std::size_t q = 0; q < n_pools; ++q)
-              acc[q * area + row_start + std::size_t(x)] += (rows[q][k] + w * steps[q][k]) * inverse_U * inverse_U;
-          }
-          continue;
-        }
-        const double start = (double(box.ix) - cx) * c + ry * s + cd - double(t0);
-        for (i64 x = 0; x < box.n.nx; ++x) {
-          const double t = start + double(x) * c;
-          const auto k = std::size_t(std::clamp<i64>(i64(t), 0, last));
-          const double f = std::clamp(t - double(k), 0.0, 1.0);
-          for (std::size_t q = 0; q < n_pools; ++q) acc[q * area + row_start + std::size_t(x)] += rows[q][k] + f * steps[q][k];
+          cpu::add_fan_rays(row_of, step_of, last, along0, across0, c, s, D, cd, double(t0), acc_of, box.n.nx);
+        } else {
+          cpu::add_parallel_rays(row_of, step_of, last, (double(box.ix) - cx) * c + ry * s + cd - double(t0), c, acc_of,
+                                 box.n.nx);
         }
       }
     }

@@ -47,7 +47,7 @@ Volume::Volume(Dims dims, Geometry geometry_) : geometry(geometry_), dims_(dims)
   }
   try {
     voxels_.resize(static_cast<std::size_t>(dims.count()));  // uninitialised
-    cpu::for_each_piece(dims.count(), 1 << 20, 0, [this](std::int64_t, std::int64_t begin, std::int64_t end) {
+    cpu::for_each_piece(dims.count(), 1 << 16, 0, [this](std::int64_t, std::int64_t begin, std::int64_t end) {
       std::fill(voxels_.data() + begin, voxels_.data() + end, 0.0f);
     });
   } catch (const std::exception&) {  // bad_alloc, or length_error past max_size
