@@ -12,9 +12,12 @@ optional electronic noise (--electronic S: Gaussian counts of sigma S added to t
 as low-dose simulations after Yu et al. 2012 add it), and Kak & Slaney's fan-beam FBP (the
 data weighted by cos(gamma), the ramp or Hann-apodised ramp filter, each view weighted by 1 / U^2).
 The reference is the same scan without noise. NLM search 5 patch 1 and the bilateral filter at
-sigma_s 1 voxel, on the CPU; about 10 minutes per phantom on 2 cores.
+sigma_s 1 voxel, on the CPU; about 10 minutes per phantom on 2 cores. Real slices of ../shared/data
+can be the scanned object too ("Catphan slice", "Siemens slice": their own noise stays in the
+reference; the adult abdomen wants --photons 2e6 5e5).
 
     scripts/setup.sh && python3 bench/fan_beam_check.py "abdomen 384" [--json FILE]
+    python3 bench/fan_beam_check.py "Siemens slice" --photons 2e6 5e5
 """
 import argparse, json, pathlib, sys
 
@@ -129,7 +132,12 @@ def main():
     import ctdenoise as ctd
     from phantom_check import SETTINGS_2D, abdomen, judge, quality, shepp_logan
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("phantom", choices=["abdomen 384", "abdomen 512", "Shepp-Logan 256"])
+    parser.add_argument("phantom", choices=["abdomen 384", "abdomen 512", "Shepp-Logan 256", "Catphan slice", "Siemens slice"])
+    parser.add_argument("--photons", type=float, nargs=2, default=(1e5, 2.5e4), metavar=("HIGH", "LOW"),
+                        help="the incident photons per ray of the two doses (a whole adult body at 1 mm needs more "
+                             "than the phantoms: at 1e5 its longest rays keep a few tens of photons and the image is streaks)")
+    parser.add_argument("--data", default=str(root.parent / "shared" / "data"),
+                        help="the data folder of the real slices (../shared/data)")
     parser.add_argument("--json", help="write every case here")
     parser.add_argument("--tcm", action="store_true",
                         help="tube current modulation (the scans with the bowtie only)")
@@ -148,14 +156,25 @@ def main():
                       c["setting"])] = c
     phantoms = {"abdomen 384": (lambda: abdomen((384, 384), 1), 0.9), "abdomen 512": (lambda: abdomen((512, 512), 2), 0.7),
                 "Shepp-Logan 256": (lambda: shepp_logan(256), 0.9)}
-    make, px = phantoms[args.phantom]
+    # Real slices as the scanned object (HU; their own noise, 5-11 HU, stays in the reference).
+    data = pathlib.Path(args.data)
+
+    def real_slice(path):
+        image, meta = ctd.read(path)
+        if image.ndim == 3:
+            image = image[image.shape[0] // 2]
+        return lambda: np.asarray(image, dtype=np.float64), float(meta.spacing_xyz[0])
+
+    real = {"Catphan slice": lambda: real_slice(data / "dicom_catphan_philips_brilliance64" / "dicom_file01.dcm"),
+            "Siemens slice": lambda: real_slice(data / "dicom_series_siemens_biograph_mct_20slices" / "original_jpeg2000_lossless")}
+    make, px = real[args.phantom]() if args.phantom in real else phantoms[args.phantom]
     clean = make()
     settings = [s for s in SETTINGS_2D if s[0] in ("NLM search 5 patch 1", "bilateral sigma_s 1 vox")]
     cases = []
     scans = [("ramp", 2.0), ("hann", 2.0)] if args.tcm or args.electronic else [("ramp", 0.0), ("hann", 0.0), ("ramp", 2.0), ("hann", 2.0)]
     for window, bowtie in scans:
         reference = simulate(clean, px, 720, window, None, None)
-        for photons in (1e5, 2.5e4):
+        for photons in args.photons:
             rng = np.random.default_rng(7 + int(photons) + int(bowtie * 10) + 3 * args.tcm + int(args.electronic))
             noisy = simulate(clean, px, 720, window, photons, rng, bowtie, args.tcm, args.electronic).astype(np.float32)
             noisy_q = quality(noisy, reference)
