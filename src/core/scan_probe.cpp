@@ -117,6 +117,17 @@ std::vector<double> within_slices(std::vector<double> v, const std::vector<std::
   return v;
 }
 
+// A pool of filtered unit noise for each FBP window (seed_of(w): window w's seed), made side by
+// side: each one's buffer is zeroed and faulted in on one thread.
+template <class SeedOf>
+std::vector<std::vector<float>> window_pools(i64 pool_length, SeedOf&& seed_of) {
+  std::vector<std::vector<float>> pools(kFbpWindows.size());
+  cpu::for_each_piece(i64(pools.size()), 1, 0, [&](i64 w, i64, i64) {
+    pools[std::size_t(w)] = filtered_rows(kFbpWindows[std::size_t(w)], kPoolRows, pool_length, seed_of(std::size_t(w)));
+  });
+  return pools;
+}
+
 }  // namespace
 
 void assign_slices(ScanMap& map, const Sample& s) {
@@ -434,8 +445,7 @@ std::string choose_beam(ScanMap& map, const Sample& s, const NoiseModel& noise, 
   ScanMap trial = map;
   trial.source = *std::min_element(sources.begin(), sources.end());  // the widest detector
   const i64 pool_length = detector_bins(trial) + kPoolSlack;
-  std::vector<std::vector<float>> pools;
-  for (std::size_t w = 0; w < kFbpWindows.size(); ++w) pools.push_back(filtered_rows(kFbpWindows[w], kPoolRows, pool_length, seed + 7 + w));
+  const std::vector<std::vector<float>> pools = window_pools(pool_length, [&](std::size_t w) { return seed + 7 + w; });
   // The mean squared difference of the tiles' textures, probe less image (each at most 0.5^2:
   // a tile whose flat part still holds anatomy should not decide).
   std::map<std::pair<double, std::size_t>, double> scores;
@@ -485,22 +495,20 @@ std::vector<double> window_distances(const ScanMap& map, const NoiseModel& noise
   const i64 pool_length = detector_bins(map) + kPoolSlack;
   const std::size_t middle = map.slices.size() / 2;
   const Box whole{0, 0, 0, Dims{map.nx, map.ny, 1}, 0, 0, map.slices[middle], middle};
-  std::vector<std::vector<float>> pools;
+  const std::vector<std::vector<float>> pools = window_pools(pool_length, [&](std::size_t) { return seed + 1; });
   std::vector<Volume> slices;
-  for (std::string_view window : kFbpWindows) {
-    pools.push_back(filtered_rows(window, kPoolRows, pool_length, seed + 1));
-    slices.emplace_back(whole.n);
-  }
+  for (std::size_t w = 0; w < kFbpWindows.size(); ++w) slices.emplace_back(whole.n);
   std::vector<Channel> channels;
   for (std::size_t w = 0; w < kFbpWindows.size(); ++w) channels.push_back({&pools[w], map.attenuation, &slices[w]});
   back_project(map, coarse_of(map.nx, map.ny), channels, pool_length, {1.0}, kWindowViews, seed + 2, {whole});
-  std::vector<double> distances;
-  for (const Volume& slice : slices) {
-    const NoiseModel model = estimate_noise_model(slice.view());
+  // The five slices' models side by side: each has stretches on one thread (16 host cores idle).
+  std::vector<double> distances(slices.size());
+  cpu::for_each_piece(i64(slices.size()), 1, 0, [&](i64 w, i64, i64) {
+    const NoiseModel model = estimate_noise_model(slices[std::size_t(w)].view());
     double distance = 0;
     for (const auto& [dx, dy] : kWindowLags) distance += std::pow(model.correlation(dx, dy, 0) - noise.correlation(dx, dy, 0), 2);
-    distances.push_back(distance);
-  }
+    distances[std::size_t(w)] = distance;
+  });
   return distances;
 }
 
