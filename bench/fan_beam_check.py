@@ -13,7 +13,7 @@ as low-dose simulations after Yu et al. 2012 add it), and Kak & Slaney's fan-bea
 data weighted by cos(gamma), the ramp or Hann-apodised ramp filter, each view weighted by 1 / U^2).
 The reference is the same scan without noise. NLM search 5 patch 1 and the bilateral filter at
 sigma_s 1 voxel, on the CPU; about 10 minutes per phantom on 2 cores. Real slices of ../shared/data
-can be the scanned object too ("Catphan slice", "Siemens slice": their own noise stays in the
+can be the scanned object too ("Catphan slice", "Siemens slice", "CT1 slice": their own noise stays in the
 reference; the adult abdomen wants --photons 2e6 5e5).
 
     scripts/setup.sh && python3 bench/fan_beam_check.py "abdomen 384" [--json FILE]
@@ -132,7 +132,7 @@ def main():
     import ctdenoise as ctd
     from phantom_check import SETTINGS_2D, abdomen, judge, quality, shepp_logan
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("phantom", choices=["abdomen 384", "abdomen 512", "Shepp-Logan 256", "Catphan slice", "Siemens slice"])
+    parser.add_argument("phantom", choices=["abdomen 384", "abdomen 512", "Shepp-Logan 256", "Catphan slice", "Siemens slice", "CT1 slice"])
     parser.add_argument("--photons", type=float, nargs=2, default=(1e5, 2.5e4), metavar=("HIGH", "LOW"),
                         help="the incident photons per ray of the two doses (a whole adult body at 1 mm needs more "
                              "than the phantoms: at 1e5 its longest rays keep a few tens of photons and the image is streaks)")
@@ -166,7 +166,8 @@ def main():
         return lambda: np.asarray(image, dtype=np.float64), float(meta.spacing_xyz[0])
 
     real = {"Catphan slice": lambda: real_slice(data / "dicom_catphan_philips_brilliance64" / "dicom_file01.dcm"),
-            "Siemens slice": lambda: real_slice(data / "dicom_series_siemens_biograph_mct_20slices" / "original_jpeg2000_lossless")}
+            "Siemens slice": lambda: real_slice(data / "dicom_series_siemens_biograph_mct_20slices" / "original_jpeg2000_lossless"),
+            "CT1 slice": lambda: real_slice(data / "dicom_wg04_ct1_ge" / "CT1_UNC.dcm")}
     make, px = real[args.phantom]() if args.phantom in real else phantoms[args.phantom]
     clean = make()
     settings = [s for s in SETTINGS_2D if s[0] in ("NLM search 5 patch 1", "bilateral sigma_s 1 vox")]
