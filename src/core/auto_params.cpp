@@ -347,10 +347,10 @@ AutoChoice detail::auto_bilateral_sigma_range(const ImageReads& image, const Bil
   inner.progress = nullptr;
   const Filter filter = [&](ConstVolumeView<float> in, std::span<const VolumeView<float>> outs,
                             std::span<const double> values, std::span<const cpu::OutputBox>) {
+    BilateralParams q = p;
+    q.radius = {radius[0], radius[1], std::max(radius[2], 1)};  // the whole image's window (z unused in 2D)
     for (std::size_t k = 0; k < values.size(); ++k) {
-      BilateralParams q = p;
       q.sigma_range = float(values[k]);
-      q.radius = {radius[0], radius[1], std::max(radius[2], 1)};  // the whole image's window (z unused in 2D)
       bilateral(in, outs[k], q, inner);
     }
   };

@@ -155,7 +155,6 @@ void back_project(const ScanMap& map, const Coarse& coarse, const std::vector<Ch
     const std::vector<double>& p = map.integrals[box.slice];
     const std::size_t area = std::size_t(box.n.nx * (item.y1 - item.y0));
     std::vector<double> acc(n_pools * area, 0.0), integral;
-    std::vector<std::vector<double>> factors(n_pools);
     std::vector<std::vector<double>> rows(n_pools), steps(n_pools);
     std::vector<const double*> row_of(n_pools), step_of(n_pools);
     std::vector<double*> acc_of(n_pools);
@@ -171,7 +170,7 @@ void back_project(const ScanMap& map, const Coarse& coarse, const std::vector<Ch
           lo = std::min(lo, t), hi = std::max(hi, t);
         }
       const i64 t0 = std::max<i64>(0, i64(std::floor(lo))), t1 = std::min<i64>(nd - 1, i64(std::floor(hi)) + 1);
-      // Each ray's p, and its factor in each channel: exp(P p / 2) (fan beam: times cos(gamma)).
+      // Each ray's p (its factor in a channel, below: exp(P p / 2), fan beam: times cos(gamma)).
       integral.resize(std::size_t(t1 - t0 + 1));
       if (fan) {
         for (i64 t = t0; t <= t1; ++t) {  // the ray from the source through detector coordinate u
@@ -183,19 +182,10 @@ void back_project(const ScanMap& map, const Coarse& coarse, const std::vector<Ch
         const i64 map_view = i64(std::lround(double(a) * kMapViews / views)) % kMapViews;
         for (i64 t = t0; t <= t1; ++t) integral[std::size_t(t - t0)] = relative_integral(p, coarse, map_view, double(t) - cd);
       }
+      // Each channel's rows: the same rows and starts of its pool, mixed over slices, times the
+      // ray's factor in the channel.
       for (std::size_t q = 0; q < n_pools; ++q) {
-        std::vector<double>& factor = factors[q];
-        factor.resize(integral.size());
         const double P = channels[q].attenuation;
-        for (i64 t = t0; t <= t1; ++t) {
-          const double u = double(t) - cd;
-          factor[std::size_t(t - t0)] = fan ? D / std::hypot(D, u) * std::exp(0.5 * P * integral[std::size_t(t - t0)])
-                                            : std::exp(0.5 * P * integral[std::size_t(t - t0)]);
-        }
-      }
-      // Each channel's rows: the same rows and starts of its pool, mixed over slices, times the factor.
-      for (std::size_t q = 0; q < n_pools; ++q) {
-        const std::vector<double>& factor = factors[q];
         std::vector<double>& row = rows[q];
         row.assign(std::size_t(t1 - t0 + 1), 0.0);
         for (i64 j = -reach; j <= reach; ++j) {
@@ -205,7 +195,10 @@ void back_project(const ScanMap& map, const Coarse& coarse, const std::vector<Ch
           const double tap = taps[std::size_t(j + reach)];
           for (i64 t = t0; t <= t1; ++t) row[std::size_t(t - t0)] += tap * source[t];
         }
-        for (std::size_t k = 0; k < row.size(); ++k) row[k] *= factor[k];
+        for (i64 t = t0; t <= t1; ++t) {
+          const double u = double(t) - cd, e = std::exp(0.5 * P * integral[std::size_t(t - t0)]);
+          row[std::size_t(t - t0)] *= fan ? D / std::hypot(D, u) * e : e;
+        }
         std::vector<double>& step = steps[q];
         step.resize(row.size());
         for (std::size_t k = 0; k + 1 < row.size(); ++k) step[k] = row[k + 1] - row[k];
