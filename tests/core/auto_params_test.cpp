@@ -543,6 +543,43 @@ TEST(AutoParams, AnatomyAloneDoesNotMakeTheLevelVary) {
   EXPECT_NEAR(std::sqrt(h.noisy_mse / h.noise_share), 20, 2);
 }
 
+TEST(AutoParams, NoiseTooSmoothForTheTilesTakesTheModelsLevel) {
+  // White noise blurred by a Gaussian of 2 voxels (sigma 30) over the phantom, and finer noise of
+  // the scan's own on top that varies over the image (white, sigma 12 in the left half and 2 in
+  // the right, as a chest's tissue and lungs). Pseudo-residuals see 0.6 % of the smooth noise's
+  // variance, so the tiles read the fine noise magnified 13 x: they took "tile levels" of up to
+  // 4 x the noise and NLM was over-smoothed by over 2 dB (a chest slice with such noise: h 4.4 x
+  // the best). The model's level holds.
+  const ctd::Volume clean = ct_phantom({256, 240, 1});
+  const ctd::Volume smooth = smooth_field(clean.dims(), gaussian_taps(2.0), 30, 61);
+  const ctd::Volume fine = add_noise(ctd::Volume(clean.dims()), 1, false, 67);
+  ctd::Volume noisy = clean;
+  double sum2 = 0;
+  i64 inside = 0;
+  for (i64 y = 0; y < clean.dims().ny; ++y)
+    for (i64 x = 0; x < clean.dims().nx; ++x) {
+      const i64 i = y * clean.dims().nx + x;
+      if (clean.data()[i] <= -1024) continue;
+      const double n = smooth.data()[i] + (x < clean.dims().nx / 2 ? 12 : 2) * fine.data()[i];
+      noisy.data()[i] += float(n);
+      sum2 += n * n, ++inside;
+    }
+  ctd::NlmParams nlm;
+  nlm.search_radius = 5;
+  const ctd::AutoChoice h = ctd::auto_nlm_h(noisy.view(), nlm);
+  EXPECT_EQ(h.noise_over_image, "one level");
+  const double truth = std::sqrt(sum2 / double(inside));
+  EXPECT_NEAR(std::sqrt(h.noisy_mse / h.noise_share), truth, 0.15 * truth);
+  auto run_nlm = [&](double value) {
+    ctd::Volume out(clean.dims());
+    ctd::NlmParams p = nlm;
+    p.h = float(value);
+    ctd::nlm(noisy.view(), out.view(), p);
+    return out;
+  };
+  EXPECT_GT(ctd::psnr(clean.view(), run_nlm(h.value).view(), 2000), best_psnr(clean, h.value, run_nlm) - 0.5);
+}
+
 TEST(AutoParams, TheFlatPartsSayWhetherTheLevelVaries) {
   // White noise of sigma 20 in the left half and 50 in the right, and in the quiet half a fine
   // texture (a lattice of 60 HU) in three quarters of every 32 x 32 tile, as the edges of a

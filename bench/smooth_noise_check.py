@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""Smooth ("blotchy") noise, as iterative reconstruction or resampling leaves it, on phantoms and
+real slices (experiment, not part of the product): white noise blurred by a Gaussian of BLUR
+voxels and scaled to 30 and 60 HU, wider than any texture of the validation sets (0.7 and 1.2
+voxels). The reference is the clean image (a real slice keeps its own noise there). NLM search 5
+patch 1 and the bilateral filter at sigma_s 1 voxel on the CPU, each automatic value judged
+against the best of a sweep as scripts/phantom_check.py judges it (0.5 dB and 0.005 SSIM).
+
+    scripts/setup.sh && python3 bench/smooth_noise_check.py --blur 1.6 2.0 [--json FILE]
+"""
+import argparse, json, pathlib, sys
+
+import numpy as np
+from scipy.ndimage import gaussian_filter
+
+root = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(root / "build" / "python"))
+sys.path.insert(0, str(root / "scripts"))
+
+
+def main():
+    import ctdenoise as ctd
+    from phantom_check import SETTINGS_2D, SETTINGS_3D, abdomen, judge, quality, shepp_logan
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--blur", type=float, nargs="+", default=[1.6, 2.0], help="the Gaussian's sigma in voxels (0: white noise)")
+    parser.add_argument("--sigma", type=float, nargs="+", default=[30, 60], help="the noise's standard deviation, HU")
+    parser.add_argument("--data", default=str(root.parent / "shared" / "data"), help="../shared/data")
+    parser.add_argument("--only", default="", help="the objects whose name holds this only")
+    parser.add_argument("--json", help="write every case here")
+    args = parser.parse_args()
+    data = pathlib.Path(args.data)
+
+    def real(path, volume=False):
+        image, _ = ctd.read(path)
+        if image.ndim == 3 and not volume:
+            image = image[image.shape[0] // 2]
+        return np.asarray(image, dtype=np.float64)
+
+    objects = {"abdomen 384": lambda: abdomen((384, 384), 1), "Shepp-Logan 256": lambda: shepp_logan(256),
+               "Catphan slice": lambda: real(data / "dicom_catphan_philips_brilliance64" / "dicom_file01.dcm"),
+               "CT1 slice": lambda: real(data / "dicom_wg04_ct1_ge" / "CT1_UNC.dcm"),
+               # 3D: the whole series, the noise blurred in-plane (slices reconstructed one by one)
+               "Siemens series": lambda: real(data / "dicom_series_siemens_biograph_mct_20slices" / "original_jpeg2000_lossless", True)}
+    cases = []
+    for blur in args.blur:
+        for name, make in objects.items():
+            if args.only not in name:
+                continue
+            clean = make()
+            settings = [s for s in (SETTINGS_3D if clean.ndim == 3 else SETTINGS_2D)
+                        if s[0] in ("NLM search 5 patch 1", "NLM search 3 patch 1", "bilateral sigma_s 1 vox")]
+            in_plane = (0,) * (clean.ndim - 2) + (blur, blur)
+            for sigma in args.sigma:
+                rng = np.random.default_rng(11 + int(sigma))
+                n = gaussian_filter(rng.standard_normal(clean.shape), in_plane)
+                noisy = (clean + n * (sigma / n.std())).astype(np.float32)
+                noisy_q = quality(noisy, clean)
+                for setting, kind, kw in settings:
+                    f = ctd.nlm if kind == "nlm" else ctd.bilateral
+                    auto, auto_q, best, within = judge(f, noisy, clean, kw, "cpu", noisy_q)
+                    cases.append(dict(object=name, blur=blur, sigma=sigma, setting=setting, auto_value=auto["value"], auto=auto_q,
+                                      best_value=best[0], best=best[1:], noisy=noisy_q, within=within,
+                                      noise_over_image=auto["noise_over_image"]))
+                    print(f"{name} | blurred {blur:g} vox, sigma {sigma:g} | {setting}: auto {auto['value']:.1f} "
+                          f"({auto_q[0]:.2f}/{auto_q[1]:.4f}) best {best[0]:.1f} ({best[1]:.2f}/{best[2]:.4f}) "
+                          f"x{auto['value'] / best[0]:.2f} {'ok' if within else 'MISS'} | {auto['noise_over_image']}", flush=True)
+    print(f"{sum(c['within'] for c in cases)} of {len(cases)} within the goal; worst "
+          f"{min(c['auto'][0] - c['best'][0] for c in cases):+.2f} dB")
+    if args.json:
+        pathlib.Path(args.json).write_text(json.dumps(cases, indent=1))
+
+
+if __name__ == "__main__":
+    main()
