@@ -25,7 +25,7 @@ def main():
     parser.add_argument("--blur", type=float, nargs="+", default=[1.6, 2.0], help="the Gaussian's sigma in voxels (0: white noise)")
     parser.add_argument("--sigma", type=float, nargs="+", default=[30, 60], help="the noise's standard deviation, HU")
     parser.add_argument("--data", default=str(root.parent / "shared" / "data"), help="../shared/data")
-    parser.add_argument("--only", default="", help="the objects whose name holds this only")
+    parser.add_argument("--only", nargs="+", default=[""], help="the objects whose name holds one of these only")
     parser.add_argument("--json", help="write every case here")
     args = parser.parse_args()
     data = pathlib.Path(args.data)
@@ -44,7 +44,7 @@ def main():
     cases = []
     for blur in args.blur:
         for name, make in objects.items():
-            if args.only not in name:
+            if not any(o in name for o in args.only):
                 continue
             clean = make()
             settings = [s for s in (SETTINGS_3D if clean.ndim == 3 else SETTINGS_2D)

@@ -88,7 +88,11 @@ AutoChoice choose(const detail::ImageReads& image, const NoiseModel& noise, doub
   // The probe: noise of the model's correlation at the sample's level, shaped from white noise
   // drawn (on one core, 0.03-0.04 s for a 3D sample) while the sample is taken and its tiles'
   // levels measured: enough for the largest sample, of which the sample takes the first values.
-  const SampleLayout layout = detail::sample_layout(image.dims(), reach_xy, reach_z, false);
+  // Blocks side by side have seams, where the filter averages another block's anatomy and the
+  // risk grows with the strength: noise too smooth for the tiles wants h of 3-4 sigma, and on
+  // plain blocks a phantom with white noise blurred by 2 voxels took h 174 (whole image 216,
+  // best 247). Such noise gets blocks with margins, as the scan-like probe does.
+  const SampleLayout layout = detail::sample_layout(image.dims(), reach_xy, reach_z, detail::too_smooth_for_plain_blocks(noise));
   const std::size_t normals = detail::white_noise_size(noise, layout.whole ? image.dims() : layout.dims(layout.wanted));
   std::future<std::vector<float>> drawn = std::async(std::launch::async, [&] { return detail::unit_normals(0x5EED, normals); });
   Sample sample = detail::make_sample(image, layout, noise);
@@ -131,7 +135,7 @@ AutoChoice choose(const detail::ImageReads& image, const NoiseModel& noise, doub
   if (map && map->fit >= kLeastScanFit && map->fit_beyond_intensity >= kLeastScanFitBeyondIntensity) {
     const SampleLayout with_margins = detail::sample_layout(image.dims(), reach_xy, reach_z, true);
     std::optional<Sample> other;
-    if (!with_margins.whole) {
+    if (!with_margins.whole && layout.halo != with_margins.halo) {
       other = detail::make_sample(image, with_margins, noise);
       detail::measure_level(*other, noise);
     }

@@ -22,7 +22,7 @@ using i64 = std::int64_t;
 constexpr double kMaxTileLevel = 6;        // a tile's level: at most this x the model's sigma
 constexpr double kLeastLevelSpread = 1.5;  // tile levels smoothed over neighbours are used where they vary this much
 // The least share of the model's noise variance that a tile's pseudo-residuals must see for their
-// sigma to be its level (below: the model's level for all; measure_level).
+// sigma to be its level (below: the model's level for all; measure_level, too_smooth_for_tiles).
 constexpr double kLeastTileReadingGain = 0.03;
 constexpr std::int64_t kLeastSampleBlocks = 64;  // blocks in the sample of a large image, at least
 
@@ -78,13 +78,14 @@ void fill_censored(const std::vector<std::array<double, 3>>& at, const std::vect
   }
 }
 
-// var(pseudo-residual) / sigma^2 under the model's correlation: what estimate_noise reads of it.
-double pseudo_residual_gain(const NoiseModel& m) {
+// var(pseudo-residual) / sigma^2 under the model's correlation: what estimate_noise reads of it
+// (over the faces in-plane and, where the model has lags across slices, across them too).
+double pseudo_residual_gain(const NoiseModel& m, bool across_slices = true) {
   struct Lag {
     int dx, dy, dz;
   };
   std::vector<Lag> faces = {{1, 0, 0}, {-1, 0, 0}, {0, 1, 0}, {0, -1, 0}};
-  if (m.radius_z > 0) faces.insert(faces.end(), {{0, 0, 1}, {0, 0, -1}});
+  if (across_slices && m.radius_z > 0) faces.insert(faces.end(), {{0, 0, 1}, {0, 0, -1}});
   const double n = double(faces.size());
   double v = 1;
   for (const Lag& a : faces) {
@@ -326,6 +327,10 @@ std::optional<NoiseEstimate> residual_estimate(ConstVolumeView<float> tile, cons
 
 }  // namespace
 
+bool too_smooth_for_tiles(const NoiseModel& noise) { return pseudo_residual_gain(noise) < kLeastTileReadingGain; }
+
+bool too_smooth_for_plain_blocks(const NoiseModel& noise) { return pseudo_residual_gain(noise, false) < kLeastTileReadingGain; }
+
 double tile_residual_sigma(ConstVolumeView<float> tile, const std::vector<float>& padding) {
   const auto e = residual_estimate(tile, padding);
   return e && e->samples * 4 >= tile.dims.count() ? e->sigma : 0.0;
@@ -492,7 +497,7 @@ void measure_level(Sample& s, const NoiseModel& noise) {
   // content it holds, the scan's own noise or anatomy, magnified by 1 / sqrt(gain) (8-13 x): a
   // chest slice with such noise of 30 HU read tile levels of 31-150 and NLM was over-smoothed by
   // 2.5 dB (h 4.4 x the best). Its level is the model's, whose fit holds that finer part apart.
-  const bool readable = gain >= kLeastTileReadingGain;
+  const bool readable = !too_smooth_for_tiles(noise);
   const bool varies = readable && spread(median_of_nearest(centres, flat_levels)) >= kLeastLevelSpread;
   std::vector<double> chosen(tiles.size(), readable ? detail::median(flat_levels) : noise.sigma);
   if (varies) {
