@@ -39,6 +39,17 @@ ctd::Volume add_noise(const ctd::Volume& clean, double sigma, bool correlated, s
   return out;
 }
 
+// NLM of `noisy` with `params` at the strength it is called with (for sweeps).
+auto nlm_at(const ctd::Volume& noisy, const ctd::NlmParams& params) {
+  return [&noisy, params](double value) {
+    ctd::Volume out(noisy.dims());
+    ctd::NlmParams p = params;
+    p.h = float(value);
+    ctd::nlm(noisy.view(), out.view(), p);
+    return out;
+  };
+}
+
 double empirical_correlation(const ctd::Volume& v, int dx, int dy) {
   const ctd::Dims d = v.dims();
   double sxy = 0, sxx = 0;
@@ -450,13 +461,7 @@ TEST(AutoParams, NlmAndBilateralLandNearTheBestStrength) {
     ctd::NlmParams nlm;
     nlm.search_radius = c.dims.is_2d() ? 5 : 2;
     const ctd::AutoChoice h = ctd::auto_nlm_h(noisy.view(), nlm);
-    auto run_nlm = [&](double value) {
-      ctd::Volume out(c.dims);
-      ctd::NlmParams p = nlm;
-      p.h = float(value);
-      ctd::nlm(noisy.view(), out.view(), p);
-      return out;
-    };
+    const auto run_nlm = nlm_at(noisy, nlm);
     const double auto_psnr = ctd::psnr(clean.view(), run_nlm(h.value).view(), 2000);
     EXPECT_GT(auto_psnr, best_psnr(clean, h.value, run_nlm) - 0.3) << "NLM nz " << c.dims.nz << " sigma " << c.sigma;
     EXPECT_GT(auto_psnr, ctd::psnr(clean.view(), noisy.view(), 2000) + 3);
@@ -570,13 +575,7 @@ TEST(AutoParams, NoiseTooSmoothForTheTilesTakesTheModelsLevel) {
   EXPECT_EQ(h.noise_over_image, "one level");
   const double truth = std::sqrt(sum2 / double(inside));
   EXPECT_NEAR(std::sqrt(h.noisy_mse / h.noise_share), truth, 0.15 * truth);
-  auto run_nlm = [&](double value) {
-    ctd::Volume out(clean.dims());
-    ctd::NlmParams p = nlm;
-    p.h = float(value);
-    ctd::nlm(noisy.view(), out.view(), p);
-    return out;
-  };
+  const auto run_nlm = nlm_at(noisy, nlm);
   EXPECT_GT(ctd::psnr(clean.view(), run_nlm(h.value).view(), 2000), best_psnr(clean, h.value, run_nlm) - 0.5);
 }
 
@@ -594,13 +593,7 @@ TEST(AutoParams, SmoothNoiseIsJudgedOnBlocksWithMargins) {
   ctd::NlmParams nlm;
   nlm.search_radius = 5;
   const ctd::AutoChoice h = ctd::auto_nlm_h(noisy.view(), nlm);
-  auto run_nlm = [&](double value) {
-    ctd::Volume out(clean.dims());
-    ctd::NlmParams p = nlm;
-    p.h = float(value);
-    ctd::nlm(noisy.view(), out.view(), p);
-    return out;
-  };
+  const auto run_nlm = nlm_at(noisy, nlm);
   // On plain blocks 0.11 dB under the best here (h 174), with margins 0.06 (h 184).
   EXPECT_GT(ctd::psnr(clean.view(), run_nlm(h.value).view(), 2000), best_psnr(clean, h.value, run_nlm) - 0.08);
 }
@@ -714,13 +707,7 @@ TEST(AutoParams, TheProbeFollowsNoiseWhoseTextureTurnsOverTheImage) {
   ctd::NlmParams p;
   p.search_radius = 4;
   const ctd::AutoChoice h = ctd::auto_nlm_h(noisy.view(), p);
-  auto run_nlm = [&](double value) {
-    ctd::Volume out(d);
-    ctd::NlmParams q = p;
-    q.h = float(value);
-    ctd::nlm(noisy.view(), out.view(), q);
-    return out;
-  };
+  const auto run_nlm = nlm_at(noisy, p);
   const double auto_psnr = ctd::psnr(clean.view(), run_nlm(h.value).view(), 2000);
   EXPECT_GT(auto_psnr, best_psnr(clean, h.value, run_nlm) - 0.5) << "h " << h.value;
   EXPECT_EQ(h.noise_over_image, "tile levels and textures");
