@@ -22,8 +22,11 @@ using i64 = std::int64_t;
 constexpr double kMaxTileLevel = 6;        // a tile's level: at most this x the model's sigma
 constexpr double kLeastLevelSpread = 1.5;  // tile levels smoothed over neighbours are used where they vary this much
 // The least share of the model's noise variance that a tile's pseudo-residuals must see for their
-// sigma to be its level (below: the model's level for all; measure_level, too_smooth_for_tiles).
-constexpr double kLeastTileReadingGain = 0.03;
+// sigma to be its level (below: the model's level for all, and blocks with margins;
+// too_smooth_for_tiles). White noise blurred by 1.2 voxels gives 0.04-0.06 with a scan's own
+// finer noise on top, 1.3 voxels 0.05 (CT1's chest, whose tiles then read its own noise 4.5 x:
+// NLM 2 x the best h), 2 voxels 0.006 (docs/parameters.md, "The level").
+constexpr double kLeastTileReadingGain = 0.06;
 constexpr std::int64_t kLeastSampleBlocks = 64;  // blocks in the sample of a large image, at least
 
 // A per-tile value smoothed over the image: each tile takes the median of its own value and its
@@ -492,11 +495,12 @@ void measure_level(Sample& s, const NoiseModel& noise) {
     const auto [low, high] = std::minmax_element(v.begin(), v.end());
     return *high / *low;
   };
-  // Noise so smooth that pseudo-residuals see little of it (white noise blurred by more than about
-  // 1.3 voxels: a gain of 0.013 at 1.6, 0.006 at 2) leaves a tile's reading to whatever finer
-  // content it holds, the scan's own noise or anatomy, magnified by 1 / sqrt(gain) (8-13 x): a
-  // chest slice with such noise of 30 HU read tile levels of 31-150 and NLM was over-smoothed by
-  // 2.5 dB (h 4.4 x the best). Its level is the model's, whose fit holds that finer part apart.
+  // Noise so smooth that pseudo-residuals see little of it (white noise blurred by 1.2 voxels and
+  // more: a gain of 0.04 at 1.2, 0.013 at 1.6, 0.006 at 2) leaves a tile's reading to whatever
+  // finer content it holds, the scan's own noise or anatomy, magnified by 1 / sqrt(gain) (4-13 x):
+  // a chest slice with such noise of 30 HU read tile levels of 31-150 and NLM was over-smoothed by
+  // up to 2.5 dB (h 2-4.4 x the best). Its level is the model's, whose fit holds that finer part
+  // apart.
   const bool readable = !too_smooth_for_tiles(noise);
   const bool varies = readable && spread(median_of_nearest(centres, flat_levels)) >= kLeastLevelSpread;
   std::vector<double> chosen(tiles.size(), readable ? detail::median(flat_levels) : noise.sigma);

@@ -82,8 +82,8 @@ constexpr std::int64_t kMapBlockSlices = 10;
 // left at its defaults until measure_level.
 Sample make_sample(const ImageReads& reads, const SampleLayout& layout, const NoiseModel& noise);
 
-// Whether the model's noise is so smooth that pseudo-residuals see under 3 % of its variance
-// (white noise blurred by about 1.3 voxels or more): its level is then the model's, not the
+// Whether the model's noise is so smooth that pseudo-residuals see under 6 % of its variance
+// (white noise blurred by about 1.2 voxels or more): its level is then the model's, not the
 // tiles' (measure_level). And whether it is so in-plane, where the sample's blocks lie side by
 // side: they then get margins (auto_params.cpp; in 3D, noise blurred in-plane alone is seen by
 // pseudo-residuals across slices, but the filter wants as large an h).
