@@ -24,6 +24,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--blur", type=float, nargs="+", default=[1.6, 2.0], help="the Gaussian's sigma in voxels (0: white noise)")
     parser.add_argument("--sigma", type=float, nargs="+", default=[30, 60], help="the noise's standard deviation, HU")
+    parser.add_argument("--ramp", action="store_true",
+                        help="blur ramp-filtered noise (power spectrum |f|, filtered back-projection's) instead of white "
+                             "noise: a band-pass texture, blotchy but without the lowest frequencies, as iterative "
+                             "reconstruction leaves FBP-like noise (in-plane)")
     parser.add_argument("--data", default=str(root.parent / "shared" / "data"), help="../shared/data")
     parser.add_argument("--only", nargs="+", default=[""], help="the objects whose name holds one of these only")
     parser.add_argument("--json", help="write every case here")
@@ -52,16 +56,21 @@ def main():
             in_plane = (0,) * (clean.ndim - 2) + (blur, blur)
             for sigma in args.sigma:
                 rng = np.random.default_rng(11 + int(sigma))
-                n = gaussian_filter(rng.standard_normal(clean.shape), in_plane)
+                white = rng.standard_normal(clean.shape)
+                if args.ramp:
+                    fy = np.fft.fftfreq(clean.shape[-2])[:, None]
+                    fx = np.fft.fftfreq(clean.shape[-1])[None, :]
+                    white = np.real(np.fft.ifft2(np.fft.fft2(white, axes=(-2, -1)) * np.sqrt(np.hypot(fx, fy)), axes=(-2, -1)))
+                n = gaussian_filter(white, in_plane)
                 noisy = (clean + n * (sigma / n.std())).astype(np.float32)
                 noisy_q = quality(noisy, clean)
                 for setting, kind, kw in settings:
                     f = ctd.nlm if kind == "nlm" else ctd.bilateral
                     auto, auto_q, best, within = judge(f, noisy, clean, kw, "cpu", noisy_q)
-                    cases.append(dict(object=name, blur=blur, sigma=sigma, setting=setting, auto_value=auto["value"], auto=auto_q,
+                    cases.append(dict(object=name, blur=blur, ramp=args.ramp, sigma=sigma, setting=setting, auto_value=auto["value"], auto=auto_q,
                                       best_value=best[0], best=best[1:], noisy=noisy_q, within=within,
                                       noise_over_image=auto["noise_over_image"]))
-                    print(f"{name} | blurred {blur:g} vox, sigma {sigma:g} | {setting}: auto {auto['value']:.1f} "
+                    print(f"{name} | {'ramp ' if args.ramp else ''}blurred {blur:g} vox, sigma {sigma:g} | {setting}: auto {auto['value']:.1f} "
                           f"({auto_q[0]:.2f}/{auto_q[1]:.4f}) best {best[0]:.1f} ({best[1]:.2f}/{best[2]:.4f}) "
                           f"x{auto['value'] / best[0]:.2f} {'ok' if within else 'MISS'} | {auto['noise_over_image']}", flush=True)
     print(f"{sum(c['within'] for c in cases)} of {len(cases)} within the goal; worst "
