@@ -8,6 +8,8 @@
 // one: the full matrix then takes minutes instead of an hour.
 // Run by scripts/validate_params.sh (the full matrix) and by CTest (--reduced).
 
+#include "core/auto_sample.hpp"
+
 #include <ctdenoise/auto_params.hpp>
 #include <ctdenoise/error.hpp>
 #include <ctdenoise/io.hpp>
@@ -546,21 +548,8 @@ int main(int argc, char** argv) {
             if (models_only) {
               // Which rule the model took and what it read; with --oracle, the added noise's own model too.
               auto print_model = [&](const char* what, const ctd::NoiseModel& m) {
-                // The pseudo-residual's variance per unit noise variance under the model, over the
-                // faces in-plane and (3D) across slices too: the share of the noise that a tile's
-                // level reading sees, as the automatic parameters compute it.
-                auto gain_over = [&](bool across_slices) {
-                  std::vector<std::array<int, 3>> faces = {{1, 0, 0}, {-1, 0, 0}, {0, 1, 0}, {0, -1, 0}};
-                  if (across_slices) faces.insert(faces.end(), {{0, 0, 1}, {0, 0, -1}});
-                  const double n = double(faces.size());
-                  double g = 1;
-                  for (const auto& a : faces) {
-                    g -= 2 / n * m.correlation(a[0], a[1], a[2]);
-                    for (const auto& b : faces) g += m.correlation(a[0] - b[0], a[1] - b[1], a[2] - b[2]) / (n * n);
-                  }
-                  return g * n / (n + 1);
-                };
-                const double gain = gain_over(m.radius_z > 0), in_plane_gain = gain_over(false);
+                // The share of the noise a tile's level reading sees, as the automatic parameters compute it.
+                const double gain = ctd::detail::pseudo_residual_gain(m), in_plane_gain = ctd::detail::pseudo_residual_gain(m, false);
                 fmt::print("{} {} | {}: gain {:.4f} in-plane {:.4f} sigma {:.2f} pr {:.2f} fell_back {} first_lags {} rho x {:.2f},{:.2f} y {:.2f} z {:.2f},{:.2f} blocks {} padding {} clipped {}\n",
                            what, case_name, s.label, gain, in_plane_gain, m.sigma, m.pseudo_residual_sigma, m.fell_back_to_white,
                            m.read_from_first_lags, m.correlation(1, 0, 0), m.correlation(2, 0, 0), m.correlation(0, 1, 0),

@@ -22,8 +22,8 @@ using i64 = std::int64_t;
 constexpr double kMaxTileLevel = 6;        // a tile's level: at most this x the model's sigma
 constexpr double kLeastLevelSpread = 1.5;  // tile levels smoothed over neighbours are used where they vary this much
 // The least share of the model's noise variance that a tile's pseudo-residuals must see for their
-// sigma to be its level (below: the model's level for all, and blocks with margins;
-// too_smooth_for_tiles). White noise blurred by 1.2 voxels gives 0.04-0.06 with a scan's own
+// sigma to be its level (below: the model's level for all, measure_level; and, in-plane, blocks
+// with margins, too_smooth_for_plain_blocks). White noise blurred by 1.2 voxels gives 0.04-0.06 with a scan's own
 // finer noise on top, 1.3 voxels 0.05 (CT1's chest, whose tiles then read its own noise 4.5 x:
 // NLM 2 x the best h), 2 voxels 0.006 (docs/parameters.md, "The level").
 constexpr double kLeastTileReadingGain = 0.06;
@@ -81,22 +81,24 @@ void fill_censored(const std::vector<std::array<double, 3>>& at, const std::vect
   }
 }
 
-// var(pseudo-residual) / sigma^2 under the model's correlation: what estimate_noise reads of it
-// (over the faces in-plane and, where the model has lags across slices, across them too).
-double pseudo_residual_gain(const NoiseModel& m, bool across_slices = true) {
-  struct Lag {
+}  // namespace
+
+double pseudo_residual_gain(const NoiseModel& m, bool across_slices) {
+  struct Face {
     int dx, dy, dz;
   };
-  std::vector<Lag> faces = {{1, 0, 0}, {-1, 0, 0}, {0, 1, 0}, {0, -1, 0}};
+  std::vector<Face> faces = {{1, 0, 0}, {-1, 0, 0}, {0, 1, 0}, {0, -1, 0}};
   if (across_slices && m.radius_z > 0) faces.insert(faces.end(), {{0, 0, 1}, {0, 0, -1}});
   const double n = double(faces.size());
   double v = 1;
-  for (const Lag& a : faces) {
+  for (const Face& a : faces) {
     v -= 2 / n * m.correlation(a.dx, a.dy, a.dz);
-    for (const Lag& b : faces) v += m.correlation(a.dx - b.dx, a.dy - b.dy, a.dz - b.dz) / (n * n);
+    for (const Face& b : faces) v += m.correlation(a.dx - b.dx, a.dy - b.dy, a.dz - b.dz) / (n * n);
   }
   return v * n / (n + 1);
 }
+
+namespace {
 
 // The in-plane lags whose semivariances a tile reads (one of each pair +-d): first those of one
 // voxel (x, y and the two diagonals: what texture_change compares), then the others within two
@@ -330,8 +332,6 @@ std::optional<NoiseEstimate> residual_estimate(ConstVolumeView<float> tile, cons
 
 }  // namespace
 
-bool too_smooth_for_tiles(const NoiseModel& noise) { return pseudo_residual_gain(noise) < kLeastTileReadingGain; }
-
 bool too_smooth_for_plain_blocks(const NoiseModel& noise) { return pseudo_residual_gain(noise, false) < kLeastTileReadingGain; }
 
 double tile_residual_sigma(ConstVolumeView<float> tile, const std::vector<float>& padding) {
@@ -501,7 +501,7 @@ void measure_level(Sample& s, const NoiseModel& noise) {
   // a chest slice with such noise of 30 HU read tile levels of 31-150 and NLM was over-smoothed by
   // up to 2.5 dB (h 2-4.4 x the best). Its level is the model's, whose fit holds that finer part
   // apart.
-  const bool readable = !too_smooth_for_tiles(noise);
+  const bool readable = gain >= kLeastTileReadingGain;
   const bool varies = readable && spread(median_of_nearest(centres, flat_levels)) >= kLeastLevelSpread;
   std::vector<double> chosen(tiles.size(), readable ? detail::median(flat_levels) : noise.sigma);
   if (varies) {

@@ -82,12 +82,16 @@ constexpr std::int64_t kMapBlockSlices = 10;
 // left at its defaults until measure_level.
 Sample make_sample(const ImageReads& reads, const SampleLayout& layout, const NoiseModel& noise);
 
-// Whether the model's noise is so smooth that pseudo-residuals see under 6 % of its variance
-// (white noise blurred by about 1.2 voxels or more): its level is then the model's, not the
-// tiles' (measure_level). And whether it is so in-plane, where the sample's blocks lie side by
-// side: they then get margins (auto_params.cpp; in 3D, noise blurred in-plane alone is seen by
+// var(pseudo-residual) / sigma^2 under the model's correlation: what estimate_noise reads of the
+// noise, over the faces in-plane and, where the model has lags across slices and `across_slices`,
+// across them too.
+double pseudo_residual_gain(const NoiseModel& m, bool across_slices = true);
+
+// Whether the model's noise is so smooth in-plane that pseudo-residuals there see under 6 % of its
+// variance (white noise blurred by about 1.2 voxels or more): the sample's blocks, side by side
+// in-plane, then get margins (auto_params.cpp). Where that holds across slices too, measure_level
+// takes the model's level instead of the tiles' (in 3D, noise blurred in-plane alone is seen by
 // pseudo-residuals across slices, but the filter wants as large an h).
-bool too_smooth_for_tiles(const NoiseModel& noise);
 bool too_smooth_for_plain_blocks(const NoiseModel& noise);
 
 // Sets the sample's level (and, where the noise varies over the image, each tile's level and
