@@ -2,7 +2,9 @@
 """Smooth ("blotchy") noise, as iterative reconstruction or resampling leaves it, on phantoms and
 real slices (experiment, not part of the product): white noise blurred by a Gaussian of BLUR
 voxels and scaled to 30 and 60 HU, wider than any texture of the validation sets (0.7 and 1.2
-voxels). The reference is the clean image (a real slice keeps its own noise there). NLM search 5
+voxels). The noise lies within the field of view: a scan's padding (CT1's -3024 outside its
+circle) stays padding, as a reconstruction leaves it (--noise-everywhere: over the padding too, as
+until 2026-11-28). The reference is the clean image (a real slice keeps its own noise there). NLM search 5
 patch 1 and the bilateral filter at sigma_s 1 voxel on the CPU, each automatic value judged
 against the best of a sweep as scripts/phantom_check.py judges it (0.5 dB and 0.005 SSIM).
 
@@ -28,6 +30,9 @@ def main():
                         help="blur ramp-filtered noise (power spectrum |f|, filtered back-projection's) instead of white "
                              "noise: a band-pass texture, blotchy but without the lowest frequencies, as iterative "
                              "reconstruction leaves FBP-like noise (in-plane)")
+    parser.add_argument("--noise-everywhere", action="store_true",
+                        help="add the noise over a scan's padding too (outside its field of view), a large flat "
+                             "noise-only area that the model reads easily")
     parser.add_argument("--data", default=str(root.parent / "shared" / "data"), help="../shared/data")
     parser.add_argument("--only", nargs="+", default=[""], help="the objects whose name holds one of these only")
     parser.add_argument("--json", help="write every case here")
@@ -54,6 +59,7 @@ def main():
             settings = [s for s in (SETTINGS_3D if clean.ndim == 3 else SETTINGS_2D)
                         if s[0] in ("NLM search 5 patch 1", "NLM search 3 patch 1", "bilateral sigma_s 1 vox")]
             in_plane = (0,) * (clean.ndim - 2) + (blur, blur)
+            padding = ctd.estimate_noise(clean.astype(np.float32)).excluded_value  # NaN where there is none
             for sigma in args.sigma:
                 rng = np.random.default_rng(11 + int(sigma))
                 white = rng.standard_normal(clean.shape)
@@ -62,12 +68,13 @@ def main():
                     fx = np.fft.fftfreq(clean.shape[-1])[None, :]
                     white = np.real(np.fft.ifft2(np.fft.fft2(white, axes=(-2, -1)) * np.sqrt(np.hypot(fx, fy)), axes=(-2, -1)))
                 n = gaussian_filter(white, in_plane)
-                noisy = (clean + n * (sigma / n.std())).astype(np.float32)
+                inside = np.ones(clean.shape, bool) if args.noise_everywhere else clean != padding
+                noisy = np.where(inside, clean + n * (sigma / n[inside].std()), clean).astype(np.float32)
                 noisy_q = quality(noisy, clean)
                 for setting, kind, kw in settings:
                     f = ctd.nlm if kind == "nlm" else ctd.bilateral
                     auto, auto_q, best, within = judge(f, noisy, clean, kw, "cpu", noisy_q)
-                    cases.append(dict(object=name, blur=blur, ramp=args.ramp, sigma=sigma, setting=setting, auto_value=auto["value"], auto=auto_q,
+                    cases.append(dict(object=name, blur=blur, ramp=args.ramp, noise_everywhere=args.noise_everywhere, sigma=sigma, setting=setting, auto_value=auto["value"], auto=auto_q,
                                       best_value=best[0], best=best[1:], noisy=noisy_q, within=within,
                                       noise_over_image=auto["noise_over_image"]))
                     print(f"{name} | {'ramp ' if args.ramp else ''}blurred {blur:g} vox, sigma {sigma:g} | {setting}: auto {auto['value']:.1f} "
