@@ -400,9 +400,11 @@ TEST(ScanProbe, ChannelsBackProjectedTogetherAreEachAsAlone) {
 }
 
 TEST(AutoSample, TheBlocksMarginsDoNotCount) {
-  // A large image is sampled in blocks side by side; a voxel within the filter's reach of a
-  // block's edge sees the next block's anatomy, so it is filtered but not counted.
-  const ctd::Volume image = ct_phantom({512, 480, 1});
+  // A large image (over kAutoWholeSliceVoxels: a slice up to that size is its own sample) is
+  // sampled in blocks side by side; a voxel within the filter's reach of a block's edge sees
+  // the next block's anatomy, so it is filtered but not counted.
+  const ctd::Volume image = ct_phantom({768, 720, 1});
+  ASSERT_GT(image.dims().count(), ctd::kAutoWholeSliceVoxels);
   const auto reads = ctd::detail::host_reads(image.view());
   const ctd::detail::SampleLayout layout = ctd::detail::sample_layout(image.dims(), 6, 0, true);
   ASSERT_FALSE(layout.whole);

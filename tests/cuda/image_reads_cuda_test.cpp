@@ -224,8 +224,9 @@ TEST(ImageReadsCuda, TheAutomaticValuesOfDeviceMemoryAreThoseOfHostMemory) {
   CTD_REQUIRE_CUDA_DEVICE();
   ctd::ExecContext gpu;
   gpu.device = ctd::Device::Cuda;
-  // Used whole (at most 2^17 voxels), and sampled in blocks in 2D and 3D.
-  for (const ctd::Dims d : {ctd::Dims{61, 53, 1}, ctd::Dims{512, 480, 1}, ctd::Dims{200, 176, 24}}) {
+  // Used whole (at most 2^17 voxels, or a slice up to kAutoWholeSliceVoxels), and sampled in
+  // blocks in 2D and 3D.
+  for (const ctd::Dims d : {ctd::Dims{61, 53, 1}, ctd::Dims{512, 480, 1}, ctd::Dims{768, 720, 1}, ctd::Dims{200, 176, 24}}) {
     const ctd::Volume v = phantom(d, 11, 30, 0.6, 0.3, 4);
     const ctd::NoiseModel noise = ctd::estimate_noise_model(v.view());
     const DeviceImage image(v);
@@ -248,9 +249,10 @@ TEST(ImageReadsCuda, TheAutomaticValuesOfDeviceMemoryAreThoseOfHostMemory) {
                 host.noise_over_image.c_str());
   }
   // An image with nothing but padding: the same refusal.
-  ctd::Volume padded({600, 600, 1});  // sampled in blocks (over 2^17 voxels), none a candidate
+  ctd::Volume padded({800, 800, 1});  // sampled in blocks (over kAutoWholeSliceVoxels), none a candidate
+  ASSERT_GT(padded.dims().count(), ctd::kAutoWholeSliceVoxels);
   std::fill(padded.data(), padded.data() + padded.size(), -1024.0f);
-  for (i64 i = 0; i < 600; ++i) padded.data()[i * 601] = float(i);
+  for (i64 i = 0; i < 800; ++i) padded.data()[i * 801] = float(i);
   ctd::NoiseModel noise;
   noise.sigma = 10;
   noise.radius_xy = 0;
