@@ -10,7 +10,7 @@ against the best of a sweep as scripts/phantom_check.py judges it (0.5 dB and 0.
 
     scripts/setup.sh && python3 bench/smooth_noise_check.py --blur 1.6 2.0 [--json FILE]
 """
-import argparse, json, pathlib, sys
+import argparse, pathlib, sys
 
 import numpy as np
 from scipy.ndimage import gaussian_filter
@@ -22,6 +22,7 @@ sys.path.insert(0, str(root / "scripts"))
 
 def main():
     import ctdenoise as ctd
+    from check_cases import finish, record
     from phantom_check import SETTINGS_2D, SETTINGS_3D, abdomen, judge, quality, shepp_logan
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--blur", type=float, nargs="+", default=[1.6, 2.0], help="the Gaussian's sigma in voxels (0: white noise)")
@@ -74,16 +75,10 @@ def main():
                 for setting, kind, kw in settings:
                     f = ctd.nlm if kind == "nlm" else ctd.bilateral
                     auto, auto_q, best, within = judge(f, noisy, clean, kw, "cpu", noisy_q)
-                    cases.append(dict(object=name, blur=blur, ramp=args.ramp, noise_everywhere=args.noise_everywhere, sigma=sigma, setting=setting, auto_value=auto["value"], auto=auto_q,
-                                      best_value=best[0], best=best[1:], noisy=noisy_q, within=within,
-                                      noise_over_image=auto["noise_over_image"]))
-                    print(f"{name} | {'ramp ' if args.ramp else ''}blurred {blur:g} vox, sigma {sigma:g} | {setting}: auto {auto['value']:.1f} "
-                          f"({auto_q[0]:.2f}/{auto_q[1]:.4f}) best {best[0]:.1f} ({best[1]:.2f}/{best[2]:.4f}) "
-                          f"x{auto['value'] / best[0]:.2f} {'ok' if within else 'MISS'} | {auto['noise_over_image']}", flush=True)
-    print(f"{sum(c['within'] for c in cases)} of {len(cases)} within the goal; worst "
-          f"{min(c['auto'][0] - c['best'][0] for c in cases):+.2f} dB")
-    if args.json:
-        pathlib.Path(args.json).write_text(json.dumps(cases, indent=1))
+                    label = f"{name} | {'ramp ' if args.ramp else ''}blurred {blur:g} vox, sigma {sigma:g} | {setting}"
+                    record(cases, label, auto, auto_q, best, within, object=name, blur=blur, ramp=args.ramp,
+                           noise_everywhere=args.noise_everywhere, sigma=sigma, setting=setting, noisy=noisy_q)
+    finish(cases, args.json)
 
 
 if __name__ == "__main__":

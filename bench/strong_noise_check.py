@@ -21,6 +21,7 @@ sys.path.insert(0, str(root / "scripts"))
 
 def main():
     import ctdenoise as ctd
+    from check_cases import finish, record
     from phantom_check import abdomen, judge, quality, within_goal
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sigma", type=float, nargs="+", default=[10, 100, 150], help="the noise's standard deviation, HU")
@@ -72,16 +73,9 @@ def main():
                     else:
                         noisy_q = quality(noisy, clean)
                         auto, auto_q, best, within = judge(f, noisy, clean, kw, "cpu", noisy_q)
-                    cases.append(dict(object=name, texture=texture, sigma=sigma, setting=setting, auto_value=auto["value"],
-                                      auto=auto_q, best_value=best[0], best=list(best[1:]), noisy=noisy_q, within=within,
-                                      noise_over_image=auto["noise_over_image"]))
-                    print(f"{name} | {texture} {sigma:g} | {setting}: auto {auto['value']:.1f} ({auto_q[0]:.2f}/{auto_q[1]:.4f}) "
-                          f"best {best[0]:.1f} ({best[1]:.2f}/{best[2]:.4f}) x{auto['value'] / best[0]:.2f} "
-                          f"{'ok' if within else 'MISS'} | {auto['noise_over_image']}", flush=True)
-    print(f"{sum(c['within'] for c in cases)} of {len(cases)} within the goal; worst "
-          f"{min(c['auto'][0] - c['best'][0] for c in cases):+.2f} dB")
-    if args.json:
-        pathlib.Path(args.json).write_text(json.dumps(cases, indent=1))
+                    record(cases, f"{name} | {texture} {sigma:g} | {setting}", auto, auto_q, best, within, object=name,
+                           texture=texture, sigma=sigma, setting=setting, noisy=noisy_q)
+    finish(cases, args.json)
 
 
 if __name__ == "__main__":

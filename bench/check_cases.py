@@ -1,0 +1,21 @@
+"""The per-case line, record and summary shared by the bench checks that judge the automatic
+values against a sweep's best (smooth_noise_check.py, strong_noise_check.py)."""
+import json, pathlib
+
+
+def record(cases, label, auto, auto_q, best, within, **fields):
+    """Appends the case (the report's "auto", the output's (PSNR, SSIM), the best as (value, PSNR,
+    SSIM), whether within the goal, and `fields`) to `cases` and prints its line."""
+    cases.append(dict(**fields, auto_value=auto["value"], auto=list(auto_q), best_value=best[0], best=list(best[1:]),
+                      within=within, noise_over_image=auto["noise_over_image"]))
+    print(f"{label}: auto {auto['value']:.1f} ({auto_q[0]:.2f}/{auto_q[1]:.4f}) best {best[0]:.1f} "
+          f"({best[1]:.2f}/{best[2]:.4f}) x{auto['value'] / best[0]:.2f} {'ok' if within else 'MISS'} | "
+          f"{auto['noise_over_image']}", flush=True)
+
+
+def finish(cases, json_path=None):
+    """Prints how many cases are within the goal and the worst PSNR gap; writes them to json_path."""
+    print(f"{sum(c['within'] for c in cases)} of {len(cases)} within the goal; worst "
+          f"{min(c['auto'][0] - c['best'][0] for c in cases):+.2f} dB")
+    if json_path:
+        pathlib.Path(json_path).write_text(json.dumps(cases, indent=1))
