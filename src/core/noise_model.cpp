@@ -183,31 +183,23 @@ std::optional<SmoothNoise> fit_smooth_and_white_noise(double v1, double v2, doub
   return n;
 }
 
-// The flattest blocks: within a factor 1.5 of the activity of the 10th percentile block, among
-// those judged (activity not NaN). Not the lowest blocks (smoothed or clipped background), not the
-// most common ones (lung, bone and edges outnumber flat tissue in many slices). The anchor is NaN
-// when no block was judged.
-double flat_anchor(const std::vector<double>& activity) {
+// The activity under which `share` of the judged blocks (activity not NaN) lie; NaN when none
+// was judged.
+double activity_quantile(const std::vector<double>& activity, double share) {
   std::vector<double> judged;
   for (double a : activity) {
     if (!std::isnan(a)) judged.push_back(a);
   }
   if (judged.empty()) return std::numeric_limits<double>::quiet_NaN();
-  const auto anchor = judged.begin() + std::ptrdiff_t(judged.size() / 10);
-  std::nth_element(judged.begin(), anchor, judged.end());
-  return *anchor;
-}
-// The activity under which `share` of the judged blocks lie (infinity for a share of 1).
-double flattest_share(const std::vector<double>& activity, double share) {
-  std::vector<double> judged;
-  for (double a : activity) {
-    if (!std::isnan(a)) judged.push_back(a);
-  }
-  if (share >= 1 || judged.empty()) return std::numeric_limits<double>::infinity();
   const auto at = judged.begin() + std::ptrdiff_t(double(judged.size()) * share);
   std::nth_element(judged.begin(), at, judged.end());
   return *at;
 }
+// The flattest blocks: within a factor 1.5 of the activity of the 10th percentile block, among
+// those judged (activity not NaN). Not the lowest blocks (smoothed or clipped background), not the
+// most common ones (lung, bone and edges outnumber flat tissue in many slices). The anchor is NaN
+// when no block was judged.
+double flat_anchor(const std::vector<double>& activity) { return activity_quantile(activity, 0.1); }
 bool is_flat(double activity, double anchor) { return !std::isnan(activity) && std::fabs(activity - anchor) <= std::log(1.5); }
 
 }  // namespace
@@ -377,7 +369,8 @@ NoiseModel detail::estimate_noise_model(const ImageReads& reads) {
       i64 samples = 0;
     };
     auto fit_in = [&](const std::vector<double>& flatness, bool with_white, double share) -> std::optional<Fit> {
-      const double anchor = flat_anchor(flatness), most = flattest_share(flatness, share);
+      const double anchor = flat_anchor(flatness);
+      const double most = share < 1 ? activity_quantile(flatness, share) : std::numeric_limits<double>::infinity();
       AxisSums total;
       Fit out;
       for (std::size_t b = 0; b < blocks.size(); ++b) {
@@ -447,7 +440,8 @@ NoiseModel detail::estimate_noise_model(const ImageReads& reads) {
       if (far_lag_agrees(*wide, near) && far_lag_agrees(*wide, near + 3)) return wide;
       return fit_less_anatomy(*wide, near);
     };
-    if (const std::optional<Fit> wide = confirmed(fit_in(around_activity, true, 1.0))) return accept(*wide);
+    const std::optional<Fit> first = fit_in(around_activity, true, 1.0);
+    if (const std::optional<Fit> wide = confirmed(first)) return accept(*wide);
     // Strong smooth noise evens out the blocks' activities, so that the flat ones are chosen by
     // the noise rather than by the anatomy: on a chest slice with noise blurred by 1.6-2 voxels
     // over the whole image, the field of view's outside too, at 30 HU 13-15 % of the blocks were
@@ -457,7 +451,10 @@ NoiseModel detail::estimate_noise_model(const ImageReads& reads) {
     // neighbours share some of their noise: 3-6 % low for noise blurred by 1.2 voxels). Where
     // the image holds little but the chest (the noise inside the field of view only), neither
     // try reads such noise (docs/parameters.md, "What is not reached").
-    if (const std::optional<Fit> wide = confirmed(fit_in(around_activity, true, kFlattestShare))) return accept(*wide);
+    // (Nothing new to try where the first choice held no more blocks than that.)
+    const std::optional<Fit> flattest = fit_in(around_activity, true, kFlattestShare);
+    const bool fewer = flattest && (!first || flattest->blocks.size() < first->blocks.size());
+    if (const std::optional<Fit> wide = fewer ? confirmed(flattest) : std::nullopt) return accept(*wide);
     const std::optional<Fit> narrow = fit_in(near_activity, false, 1.0);
     if (narrow && std::sqrt(narrow->noise.c0) <= kMaxSmoothGrain * floor) return accept(*narrow);
     return std::nullopt;
