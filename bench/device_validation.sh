@@ -1,26 +1,31 @@
 #!/usr/bin/env bash
 # The full validation matrix of the automatic parameters (docs/parameters.md) on the device's GPU,
 # where it takes minutes instead of an hour on 2 cores.
-#   here:       bench/pack_cli.sh && bench/device_validation.sh pack
-#   device run: carry [".device/cli.tgz", ".device/validation-data.tgz"], command: bash bench/device_validation.sh run
+#   here:       bench/pack_cli.sh && (cd .device && gzip -dc cli.tgz | xz -T2 -6 >cli.txz && rm cli.tgz)
+#               && bench/device_validation.sh pack
+#   device run: carry [".device/cli.txz", ".device/validation-data.txz"], command: bash bench/device_validation.sh run
 #   here again: python3 scripts/validate_params.py --from <the fetched full.json>
+# Every set at once, with --curves (the SSIM of every value swept, for bench/auto_against_curves.py),
+# spread over the machine's GPUs (an nvidia-h200-x4 runs them in under 10 minutes):
+#   device run: carry [".device/cli.txz", ".device/validation-data.txz"], command: bash bench/device_validation.sh run-all
+#   here again: each set's JSON (OUT/<set>.json; the volumes in three parts) with --from and the set's flag
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 data=${DATA:-$root/../shared/data}
 case ${1:-} in
   pack)
     # The scans validate_params reads, in their folders (../shared does not travel).
-    tar czf "$root/.device/validation-data.tgz" -C "$data" \
+    tar cf - -C "$data" \
       dicom_series_siemens_biograph_mct_20slices/uncompressed_derived dicom_wg04_ct1_ge/CT1_UNC.dcm \
       dicom_catphan_philips_brilliance64/dicom_file01.dcm cthead_stanford nifti_totalseg_example_ct/example_ct.nii.gz \
-      fullhead15_vtk headsq_vtk bonsai_volvis
-    ls -la "$root/.device/validation-data.tgz"
+      fullhead15_vtk headsq_vtk bonsai_volvis | xz -T2 -6 >"$root/.device/validation-data.txz"
+    ls -la "$root/.device/validation-data.txz"
     ;;
   run)
     out=${OUT:-$root/build/validation}
     mkdir -p /tmp/validation-data "$out"
-    tar xzf "$root/.device/cli.tgz" -C /tmp
-    tar xzf "$root/.device/validation-data.tgz" -C /tmp/validation-data
+    xz -dc "$root/.device/cli.txz" | tar x -C /tmp
+    xz -dc "$root/.device/validation-data.txz" | tar x -C /tmp/validation-data
     export LD_LIBRARY_PATH=/tmp/cli/lib
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.txt"
     start=$SECONDS
@@ -29,8 +34,43 @@ case ${1:-} in
     tail -3 "$out/validation.log"
     echo "matrix: $((SECONDS - start)) s" | tee -a "$out/gpu.txt"
     ;;
+  run-all)
+    # Every set, in parts (the volumes, whose sweeps take longest, in 12 and without --curves); ONLY=regex
+    # runs the parts whose name matches it. What comes back is one archive, OUT/validation.txz (the
+    # device returns a few files only), and OUT/gpu.txt with each part's time.
+    out=${OUT:-$root/build/validation}
+    work=/tmp/validation-runs
+    mkdir -p /tmp/validation-data "$out" "$work"
+    xz -dc "$root/.device/cli.txz" | tar x -C /tmp
+    xz -dc "$root/.device/validation-data.txz" | tar x -C /tmp/validation-data
+    export LD_LIBRARY_PATH=/tmp/cli/lib
+    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.txt"
+    gpus=$(nvidia-smi -L | wc -l)
+    i=0
+    part() {  # part NAME FLAG...: one validate_params run in the background, on the next GPU
+      local name=$1
+      shift
+      [[ $name =~ ${ONLY:-.} ]] || return 0
+      (start=$SECONDS
+       CUDA_VISIBLE_DEVICES=$((i % gpus)) timeout "${LIMIT:-500}" /tmp/cli/validate_params --data /tmp/validation-data \
+         --device auto "$@" --json "$work/$name.json" >"$work/$name.log" 2>"$work/$name.err"
+       echo "$name: exit $?, $((SECONDS - start)) s" | tee -a "$out/gpu.txt") &
+      i=$((i + 1))
+    }
+    part matrix --curves
+    part extra --extra --curves
+    for scan in Siemens CT1 Catphan CThead; do part "whole-$scan" --whole --curves --only "$scan"; done
+    for scan in FullHead headsq Bonsai; do part "heldout-$scan" --heldout --curves --only "$scan"; done
+    for scan in "Siemens abdomen, whole volume" "CThead, 40 whole slices" "TotalSegmentator abdomen, whole volume"; do
+      for texture in "white" "FBP ramp 360 views, sigma" "FBP ramp 360 views, z-correlated" "FBP Hann"; do
+        part "volumes-${scan%%[ ,]*}-$(tr -d , <<<"$texture" | tr ' ' -)" --volumes --only "$scan | $texture"
+      done
+    done
+    wait
+    tar cf - -C "$work" . | xz -T0 -6 >"$out/validation.txz"
+    ;;
   *)
-    echo "usage: bench/device_validation.sh pack|run" >&2
+    echo "usage: bench/device_validation.sh pack|run|run-all" >&2
     exit 2
     ;;
 esac
