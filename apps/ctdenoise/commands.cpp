@@ -184,6 +184,9 @@ AutoChoice choose_with_progress(const std::string& label, const RunOptions& run,
   return choose(context);
 }
 
+// Where the noise model was measured, for the line the filters print.
+std::string noise_source(const std::string& noise_from) { return noise_from.empty() ? "" : ", from " + noise_from; }
+
 ExecContext run_context(const RunOptions& run) {
   ExecContext context;
   context.device = device_from_string(run.device);
@@ -197,6 +200,7 @@ void run_nlm(const InputOptions& input, const RunOptions& run, const NlmOptions&
   NlmParams p = options.resolve();
   const bool auto_h = options.h == "auto", auto_sigma = options.noise_sigma == "auto";
   check_strength(options.strength, auto_h, "--h");
+  check_noise_from(options.noise_from, auto_h || auto_sigma, "--h or --noise-sigma");
   FilterJob job;
   job.command = "nlm";
   job.filter = [&](const io::Image& in, Volume& out, const ExecContext& context) {
@@ -205,7 +209,8 @@ void run_nlm(const InputOptions& input, const RunOptions& run, const NlmOptions&
   run_filter(input, run, job, [&](const io::Image& image) {
     if (auto_h || auto_sigma) {
       const AutoInput reads = auto_input(image, job);
-      const NoiseModel noise = measure_noise(reads, job, run.quiet, auto_h ? "--h auto" : "--noise-sigma auto");
+      const NoiseModel noise =
+          measure_noise(reads, image, options.noise_from, job, run.quiet, auto_h ? "--h auto" : "--noise-sigma auto");
       job.parameters["noise_model"] = noise_model_json(noise);
       if (auto_sigma) p.noise_sigma = float(auto_nlm_noise_sigma(noise, p, image.volume.dims()));
       if (auto_h) {
@@ -220,8 +225,8 @@ void run_nlm(const InputOptions& input, const RunOptions& run, const NlmOptions&
         job.stages.emplace_back("automatic h", choice.seconds);
       }
       if (!run.quiet) {
-        fmt::print("nlm: noise sigma {:.4g} (lag-1 correlation {:.2f}), {}h = {:.4g}{}\n", noise.sigma,
-                   noise.correlation(1, 0, 0), auto_sigma ? fmt::format("noise_sigma = {:.4g}, ", p.noise_sigma) : "",
+        fmt::print("nlm: noise sigma {:.4g} (lag-1 correlation {:.2f}{}), {}h = {:.4g}{}\n", noise.sigma,
+                   noise.correlation(1, 0, 0), noise_source(options.noise_from), auto_sigma ? fmt::format("noise_sigma = {:.4g}, ", p.noise_sigma) : "",
                    p.h, auto_h ? fmt::format(" (least estimated risk{})", options.strength != 1 ? fmt::format(" x strength {}", options.strength) : "") : "");
       }
     }
@@ -243,6 +248,7 @@ void run_bilateral(const InputOptions& input, const RunOptions& run, const Bilat
   BilateralParams p = options.resolve();
   const bool auto_range = options.sigma_range == "auto";
   check_strength(options.strength, auto_range, "--sigma-range");
+  check_noise_from(options.noise_from, auto_range, "--sigma-range");
   FilterJob job;
   job.command = "bilateral";
   job.filter = [&](const io::Image& in, Volume& out, const ExecContext& context) {
@@ -253,7 +259,7 @@ void run_bilateral(const InputOptions& input, const RunOptions& run, const Bilat
     p.spacing = image.volume.geometry.spacing;
     if (auto_range) {
       const AutoInput reads = auto_input(image, job);
-      const NoiseModel noise = measure_noise(reads, job, run.quiet, "--sigma-range auto");
+      const NoiseModel noise = measure_noise(reads, image, options.noise_from, job, run.quiet, "--sigma-range auto");
       job.parameters["noise_model"] = noise_model_json(noise);
       // The GPU is waited for by the first filter call, as for nlm's h.
       const AutoChoice choice =
@@ -264,8 +270,8 @@ void run_bilateral(const InputOptions& input, const RunOptions& run, const Bilat
       job.parameters["sigma_range_auto"] = auto_json(choice);
       job.stages.emplace_back("automatic sigma_range", choice.seconds);
       if (!run.quiet) {
-        fmt::print("bilateral: noise sigma {:.4g} (lag-1 correlation {:.2f}), sigma_range = {:.4g} (least estimated risk{})\n",
-                   noise.sigma, noise.correlation(1, 0, 0), p.sigma_range,
+        fmt::print("bilateral: noise sigma {:.4g} (lag-1 correlation {:.2f}{}), sigma_range = {:.4g} (least estimated risk{})\n",
+                   noise.sigma, noise.correlation(1, 0, 0), noise_source(options.noise_from), p.sigma_range,
                    options.strength != 1 ? fmt::format(" x strength {}", options.strength) : "");
       }
     } else {

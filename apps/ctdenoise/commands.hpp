@@ -46,6 +46,7 @@ struct NlmOptions {
   NlmParams params;
   std::string h = "auto", noise_sigma = "0";  // numbers, or "auto": from the image's noise model
   double strength = 1;                        // multiplies the automatic h
+  std::string noise_from;                     // the automatic values' noise measured on this image
   std::string patch_kernel = "uniform", distance = "l2", centre_weight = "formula", algorithm = "auto";
   NlmParams resolve() const;  // the names above parsed into params; throws InvalidArgument
 };
@@ -55,6 +56,7 @@ struct BilateralOptions {
   int terms = 0;
   std::string sigma_range = "auto";  // a number, or "auto": least estimated risk for the image
   double strength = 1;               // multiplies the automatic sigma_range
+  std::string noise_from;            // the automatic value's noise measured on this image
   std::string radius, algorithm = "auto", gaussian = "direct";
   BilateralParams resolve() const;  // spacing is filled in from the image later
 };

@@ -77,7 +77,56 @@ AutoInput auto_input(const io::Image& image, FilterJob& job) {
   return input;
 }
 
-NoiseModel measure_noise(const AutoInput& input, FilterJob& job, bool quiet, std::string_view asked_by) {
+void check_noise_from(const std::string& noise_from, bool any_auto, const char* what) {
+  if (!noise_from.empty() && !any_auto) {
+    invalid(fmt::format("--noise-from gives the noise for the automatic values; use {} auto with it", what));
+  }
+}
+
+namespace {
+
+// The noise model of the image at `path` (--noise-from), checked against the input's geometry.
+NoiseModel noise_model_from(const std::string& path, const io::Image& image) {
+  io::Image noise;
+  try {
+    noise = io::read_image(path);
+  } catch (const Error& e) {
+    throw Error(e.kind(), fmt::format("--noise-from: {}", e.what()));
+  }
+  const Dims in = image.volume.dims(), from = noise.volume.dims();
+  if (!in.is_2d() && from.is_2d()) {
+    invalid(fmt::format("--noise-from: {} is one slice and the input a volume of {} slices; the noise's correlation "
+                        "across slices needs a volume (slices of the same protocol)", path, in.nz));
+  }
+  // The model's correlation is in voxels: the same noise on another grid would read otherwise.
+  const auto& a = image.volume.geometry.spacing;
+  const auto& b = noise.volume.geometry.spacing;
+  auto differ = [](double x, double y) { return std::fabs(x - y) > 0.02 * std::max(std::fabs(x), std::fabs(y)); };
+  if (differ(a[0], b[0]) || differ(a[1], b[1]) || (!in.is_2d() && differ(a[2], b[2]))) {
+    invalid(fmt::format("--noise-from: its voxels are {:.3g} x {:.3g} x {:.3g} mm and the input's {:.3g} x {:.3g} x {:.3g} mm; "
+                        "the noise's correlation is measured in voxels, so give noise on the input's grid",
+                        b[0], b[1], b[2], a[0], a[1], a[2]));
+  }
+  NoiseModel model;
+  try {
+    model = estimate_noise_model(noise.volume.view());
+  } catch (const Error& e) {
+    throw Error(e.kind(), fmt::format("--noise-from: {}: {}", path, e.what()));
+  }
+  if (!(model.sigma > 0)) invalid(fmt::format("--noise-from: {} shows no noise", path));
+  return model;
+}
+
+}  // namespace
+
+NoiseModel measure_noise(const AutoInput& input, const io::Image& image, const std::string& noise_from, FilterJob& job,
+                         bool quiet, std::string_view asked_by) {
+  if (!noise_from.empty()) {
+    job.parameters["noise_model_from"] = noise_from;
+    return timed_stage(job.stages, "noise model", job.command + ": measuring the noise of " + noise_from, quiet,
+                       [&] { return noise_model_from(noise_from, image); });
+  }
+  job.parameters["noise_model_from"] = "input";
   try {
     return timed_stage(job.stages, "noise model", job.command + ": measuring the noise", quiet,
                        [&] { return input.noise_model(); });

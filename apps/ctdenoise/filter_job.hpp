@@ -47,8 +47,14 @@ auto on_input(const io::Image& in, const ExecContext& context, Filter&& filter) 
 // else on the CPU's cores while it starts. The same values either way.
 AutoInput auto_input(const io::Image& image, FilterJob& job);
 // Its noise model, timed as the stage "noise model"; where it cannot be measured, an error that
-// names the option that needed it (asked_by, e.g. "--h auto").
-NoiseModel measure_noise(const AutoInput& input, FilterJob& job, bool quiet, std::string_view asked_by);
+// names the option that needed it (asked_by, e.g. "--h auto"). With `noise_from` (--noise-from),
+// the model of that image instead: noise alone, or a uniform phantom scanned as the input was,
+// of the input's voxel size (and 3D for a 3D input: a slice does not show the correlation across
+// slices). The report records where the model came from.
+NoiseModel measure_noise(const AutoInput& input, const io::Image& image, const std::string& noise_from, FilterJob& job,
+                         bool quiet, std::string_view asked_by);
+// --noise-from serves the automatic values: refused where none is asked for.
+void check_noise_from(const std::string& noise_from, bool any_auto, const char* what);
 
 // Whether this process's CUDA context was ended (run_filter ends it beside the write once the
 // GPU's work is done): the program must then end with std::_Exit, not through destructors that

@@ -47,6 +47,13 @@ void add_run_options(CLI::App& cmd, RunOptions& run) {
   cmd.add_flag("-q,--quiet", run.quiet, "No progress bar");
 }
 
+void add_noise_from(CLI::App& cmd, std::string& path) {
+  cmd.add_option("--noise-from", path,
+                 "Measure the noise for the automatic values on this image instead of INPUT: noise alone (e.g. two "
+                 "reconstructions of one scan, subtracted, / sqrt 2) or a uniform phantom scanned alike; same voxel "
+                 "size, and a volume for a volume");
+}
+
 void add_file_job(CLI::App& cmd, InputOptions& input, RunOptions& run) {
   cmd.add_option("INPUT", input.path, "Image file, DICOM file or DICOM series folder")->required();
   cmd.add_option("OUTPUT", run.output, "Output file (format from the extension) or folder (DICOM series)")->required();
@@ -131,6 +138,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   nlm_cmd->add_option("--centre-weight", nlm.centre_weight, "Weight of the voxel itself: formula (1) or max")
       ->capture_default_str();
+  add_noise_from(*nlm_cmd, nlm.noise_from);
   nlm_cmd->add_option("--algorithm", nlm.algorithm, "Variant: auto, displacement (CPU and CUDA), blockwise (approximate, CPU), naive, tiled, zslide (3D), rowwise, fused (CUDA)")->capture_default_str();
   add_file_job(*nlm_cmd, input, run);
 
@@ -144,6 +152,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   bf_cmd->add_option("--strength", bf.strength, "Multiplies the automatic sigma_range: > 1 smooths more, < 1 less")
       ->capture_default_str();
+  add_noise_from(*bf_cmd, bf.noise_from);
   bf_cmd->add_option("--radius", bf.radius, "Window half-width in voxels: R or RX,RY,RZ (default ceil(3 sigma / spacing))");
   bf_cmd->add_option("--algorithm", bf.algorithm, "Variant: auto, direct (exact, CPU), naive, tiled, fused (exact, CUDA), compressive (approximate, CPU and CUDA)")
       ->capture_default_str();

@@ -53,6 +53,8 @@ struct NoiseModel {
   std::vector<double> covariance;    // C at (dx, dy, dz), x fastest, each from -radius to +radius
   std::int64_t samples = 0;          // second differences per lag the model rests on
   std::int64_t flat_blocks = 0;      // 8 x 8 blocks it was read in
+  // The measured image's padding and clip floor, for information: the automatic choices read
+  // the filtered image's own, so a model measured on another image (a water phantom) serves.
   double excluded_value = 0;         // padding left out, or NaN
   // A value the image is clipped at, scattered among the noise (air stored at its lowest value,
   // -1024 HU): read as a value, but the noise around it is censored, so no level is read there;

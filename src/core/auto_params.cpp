@@ -78,9 +78,14 @@ using Filter = std::function<void(ConstVolumeView<float> in, std::span<const Vol
 // end, then refined by half steps around the best and a parabola in log(value) through the best
 // point and its neighbours. A model that claims more noise than the image holds is scaled down
 // first (the consistency rule below).
-AutoChoice choose(const detail::ImageReads& image, const NoiseModel& noise, double scale, int reach_xy, int reach_z,
+AutoChoice choose(const detail::ImageReads& image, const NoiseModel& given, double scale, int reach_xy, int reach_z,
                   const Filter& filter, const ExecContext& context, double strength, const char* what) {
   const auto start = std::chrono::steady_clock::now();
+  // Padding and a clip floor are the image's, whatever image the model was measured on: a model
+  // from a water phantom or a noise-only image carries that image's (none), and the image's
+  // padding would be read as noise-free voxels of the sample.
+  NoiseModel noise = given;
+  detail::set_spike_values(noise, image.spikes());
   if (!(std::isfinite(strength) && strength > 0)) invalid(fmt::format("strength must be a finite value > 0, got {}", strength));
   if (!(noise.sigma > 0) || !(scale > 0)) {
     invalid(fmt::format("{} auto: the image shows no noise (noise sigma {:.4g}); give a value", what, noise.sigma));

@@ -2,6 +2,7 @@
 
 #include "core/image_reads.hpp"
 
+#include "core/robust_stats.hpp"
 #include "cpu/thread_pool.hpp"
 #if CTD_HAVE_CUDA
 #include "cuda/backend.hpp"
@@ -249,6 +250,11 @@ std::unique_ptr<ImageReads> device_reads(const float* image, const Dims& dims, C
   (void)image, (void)dims, (void)stream;
   throw Error(ErrorKind::Unsupported, "this build of ctdenoise has no CUDA backend");
 #endif
+}
+
+const SpikeValues& ImageReads::spikes() const {
+  std::call_once(spikes_found_, [&] { spikes_ = find_spikes(*this); });
+  return spikes_;
 }
 
 }  // namespace ctd::detail

@@ -16,6 +16,7 @@
 #include <initializer_list>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 namespace ctd::detail {
@@ -92,6 +93,20 @@ CTD_HOST_DEVICE inline bool usable_voxel(At&& at, std::int64_t x, std::int64_t y
            (y + 1 == ny || at(x, y + 1, z) == v));
 }
 
+// Values that fill at least 1% of the image as spikes of its histogram (find_spikes,
+// robust_stats.hpp): padding is left out of every reading; a clip floor is read as a value, its
+// voxels' noise censored.
+struct SpikeValues {
+  Excluded padding;  // values that fill regions, largest spike first (and the one also scattered)
+  std::vector<float> clipped;  // values scattered among others (a clip floor), largest spike first
+};
+// A noise model's excluded_value and clipped_value from them (NaN where there is none).
+inline void set_spike_values(NoiseModel& m, const SpikeValues& s) {
+  constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+  m.excluded_value = s.padding.values.empty() ? nan : double(s.padding.values.front());
+  m.clipped_value = s.clipped.empty() ? nan : double(s.clipped.front());
+}
+
 class ImageReads {
  public:
   explicit ImageReads(const Dims& dims) : dims_(dims) {}
@@ -129,8 +144,14 @@ class ImageReads {
   // b at ((b % per_row) * block.nx, (b / per_row) * block.ny, 0), per_row = out.nx / block.nx.
   virtual void copy_blocks(const std::vector<Corner>& corners, const Dims& block, VolumeView<float> out) const = 0;
 
+  // find_spikes of this image, found on the first call: the noise model and the automatic
+  // choices both need the image's padding and clip floor.
+  const SpikeValues& spikes() const;
+
  private:
   Dims dims_;
+  mutable std::once_flag spikes_found_;
+  mutable SpikeValues spikes_;
 };
 
 // Reads of host memory, on all cores. Each of these makers refuses an image with a dimension

@@ -228,10 +228,9 @@ NoiseModel detail::estimate_noise_model(const ImageReads& reads) {
   // correlated with the second slice too (a [1 2 1] kernel: 1/6), and solving for the first
   // slice's correlation with the second's taken as 0 read it 0.04-0.05 low.
   m.radius_z = d.nz >= 5 ? 2 : d.nz >= 3 ? 1 : 0;
-  const detail::SpikeValues spikes = detail::find_spikes(reads);
+  const detail::SpikeValues& spikes = reads.spikes();
   const detail::Excluded& padding = spikes.padding;
-  m.excluded_value = padding.values.empty() ? std::numeric_limits<double>::quiet_NaN() : double(padding.values.front());
-  m.clipped_value = spikes.clipped.empty() ? std::numeric_limits<double>::quiet_NaN() : double(spikes.clipped.front());
+  detail::set_spike_values(m, spikes);
   // The pseudo-residual sigma (a million residuals and two serial medians) is only needed at the
   // end: it is measured on a thread of its own while the blocks are judged.
   std::future<double> pseudo_residual = std::async(std::launch::async, [&] {

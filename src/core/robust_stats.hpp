@@ -108,10 +108,7 @@ inline ValueLayout value_layout(const ImageReads& reads, float value) {
 // left out of every reading; the others are clipped values (air stored at its lowest value,
 // -1024 HU), read as values (their noise is censored: measure_level leaves their tiles' levels
 // out, and the risk their voxels).
-struct SpikeValues {
-  Excluded padding;  // values that fill regions, largest spike first (and the one also scattered)
-  std::vector<float> clipped;  // values scattered among others (a clip floor), largest spike first
-};
+// (SpikeValues: image_reads.hpp.)
 inline SpikeValues find_spikes(const ImageReads& reads) {
   using i64 = std::int64_t;
   const i64 n = reads.dims().count();
@@ -169,7 +166,7 @@ inline SpikeValues find_spikes(const ImageReads& reads) {
   if (padded == sample.size()) values.padding = {};
   return values;
 }
-inline Excluded find_padding(const ImageReads& reads) { return find_spikes(reads).padding; }
+inline Excluded find_padding(const ImageReads& reads) { return reads.spikes().padding; }
 
 inline double median(std::vector<double>& v) { return kth_smallest(v, v.size() / 2); }
 

@@ -3,6 +3,7 @@
 
 #include "common/test_util.hpp"
 
+#include <ctdenoise/auto_params.hpp>
 #include <ctdenoise/exec.hpp>
 #include <ctdenoise/io.hpp>
 
@@ -214,6 +215,58 @@ TEST(Cli, AutomaticParametersComeFromTheNoiseModelAndTheStrengthScalesThem) {
   EXPECT_EQ(report["parameters"]["strength"].get<double>(), 0.5);
 }
 
+// Noise alone of `sigma`, white, on the grid make_input writes (0.8 x 0.8 x 2 mm), as float32.
+void make_noise(const TempDir& dir, const std::string& name, ctd::Dims dims, double sigma, std::uint32_t seed,
+                std::array<double, 3> spacing = {0.8, 0.8, 2.0}) {
+  ctd::Volume v(dims);
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> normal(0, sigma);
+  for (std::int64_t i = 0; i < v.size(); ++i) v.data()[i] = float(normal(rng));
+  v.geometry.spacing = spacing;
+  ctd::io::ImageInfo info;
+  info.pixel_type = ctd::io::PixelType::Float32;
+  ctd::io::write_image(v, info, dir / name);
+}
+
+TEST(Cli, TheNoiseCanBeMeasuredOnAnotherImage) {
+  TempDir dir;
+  make_input(dir, "in.nii.gz", {40, 36, 6});
+  make_noise(dir, "noise.nii", {48, 44, 8}, 20, 3);
+  Result r = run(dir, "nlm in.nii.gz out.nii.gz --search-radius 2 --device cpu --noise-from noise.nii --json r.json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("from noise.nii"), std::string::npos) << r.out;
+  const auto p = nlohmann::json::parse(slurp(dir / "r.json"))["parameters"];
+  EXPECT_EQ(p["noise_model_from"].get<std::string>(), "noise.nii");
+  // The model is the noise image's, and the choice the library's with that model on the input.
+  const ctd::io::Image in = ctd::io::read_image(dir / "in.nii.gz");
+  const ctd::NoiseModel model = ctd::estimate_noise_model(ctd::io::read_image(dir / "noise.nii").volume.view());
+  EXPECT_NEAR(model.sigma, 20, 2);
+  EXPECT_DOUBLE_EQ(p["noise_model"]["sigma"].get<double>(), model.sigma);
+  ctd::NlmParams nlm;
+  nlm.search_radius = 2;
+  ctd::ExecContext cpu;
+  cpu.device = ctd::Device::Cpu;
+  EXPECT_NEAR(p["h"].get<double>(), ctd::auto_nlm_h(in.volume.view(), nlm, model, cpu).value, 1e-4 * p["h"].get<double>());
+  // Without it, the input's own noise.
+  r = run(dir, "nlm in.nii.gz own.nii.gz --search-radius 2 --device cpu --json own.json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto own = nlohmann::json::parse(slurp(dir / "own.json"))["parameters"];
+  EXPECT_EQ(own["noise_model_from"].get<std::string>(), "input");
+  EXPECT_NE(own["noise_model"]["sigma"].get<double>(), model.sigma);
+
+  r = run(dir, "bilateral in.nii.gz bf.nii.gz --sigma-spatial 1 --device cpu --noise-from noise.nii --json b.json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto b = nlohmann::json::parse(slurp(dir / "b.json"))["parameters"];
+  ctd::BilateralParams bf;
+  bf.sigma_spatial = 1;
+  bf.spacing = in.volume.geometry.spacing;
+  EXPECT_NEAR(b["sigma_range"].get<double>(), ctd::auto_bilateral_sigma_range(in.volume.view(), bf, model, cpu).value,
+              1e-4 * b["sigma_range"].get<double>());
+  // A 3D noise image serves a 2D input (its in-plane grid matches).
+  make_input(dir, "slice.nii.gz", {40, 36, 1});
+  EXPECT_EQ(run(dir, "nlm slice.nii.gz s.nii.gz --device cpu --noise-from noise.nii").code, 0);
+}
+
 TEST(Cli, ConvertKeepsVoxelsAndGeometry) {
   TempDir dir;
   make_input(dir, "in.nii.gz");
@@ -345,6 +398,11 @@ const BadRun kBadRuns[] = {
     {"raw_size_mismatch", "nlm in.nii.gz out.nii.gz --h 10 --raw-dims 5,5,5 --raw-type uint16", 3, "bytes"},
     {"unknown_subcommand", "denoise in.nii.gz", 2, ""},
     {"dicom_folder_without_images", "nlm emptydir out.nii.gz --h 10", 3, "no readable DICOM"},
+    {"noise_from_missing", "nlm in.nii.gz out.nii.gz --noise-from nope.nii", 3, "--noise-from: "},
+    {"noise_from_a_slice_for_a_volume", "nlm in.nii.gz out.nii.gz --noise-from noise_slice.nii", 2, "one slice"},
+    {"noise_from_another_grid", "bilateral in.nii.gz out.nii.gz --sigma-spatial 1 --noise-from noise_1mm.nii", 2, "voxels are 1 x 1 x 1 mm"},
+    {"noise_from_without_noise", "nlm in.nii.gz out.nii.gz --noise-from constant_grid.nii", 2, "constant_grid.nii shows no noise"},
+    {"noise_from_without_automatic_values", "nlm in.nii.gz out.nii.gz --h 10 --noise-from noise_1mm.nii", 2, "use --h or --noise-sigma auto"},
 };
 
 class CliBadInput : public ::testing::TestWithParam<BadRun> {};
@@ -369,6 +427,9 @@ TEST_P(CliBadInput, OneLineMessageExitCodeAndNoOutput) {
   ctd::io::write_image(constant, {}, dir / "constant.nii.gz");
   ctd::io::write_image(ctd::Volume({1, 1, 1}), {}, dir / "one.nii.gz");
   fs::create_directory(dir / "emptydir");
+  make_noise(dir, "noise_slice.nii", {30, 30, 1}, 10, 1);
+  make_noise(dir, "noise_1mm.nii", {30, 30, 6}, 10, 2, {1.0, 1.0, 1.0});
+  make_noise(dir, "constant_grid.nii", {30, 30, 6}, 0, 3);
   const auto before = files(dir);
 
   const Result r = run(dir, c.args);

@@ -130,6 +130,20 @@ def test_noise_sigma_auto_and_a_given_noise_model(rng):
     assert info["auto"] is None
 
 
+def test_a_noise_model_from_noise_alone_serves_a_padded_image(rng):
+    # The choice leaves out the image's own padding, not the model's (noise alone has none): with
+    # the padding read as noise-free voxels, h fell to 0.64 x.
+    image = structured(rng, (96, 104), noise=25.0)
+    image[:, :24] = -3024.0
+    noise_alone = rng.normal(0, 25, (96, 104)).astype(np.float32)
+    model = ctdenoise.estimate_noise(noise_alone)
+    assert np.isnan(model.excluded_value)
+    _, own = ctdenoise.nlm(image, search_radius=3, device="cpu", return_info=True)
+    _, given = ctdenoise.nlm(image, search_radius=3, noise_model=model, device="cpu", return_info=True)
+    assert own["auto"]["noise"].excluded_value == -3024.0
+    assert given["parameters"]["h"] == pytest.approx(own["parameters"]["h"], rel=0.1)
+
+
 def test_air_clipped_at_its_lowest_value_is_reported_and_padding_is_not(rng):
     # Air at -1000 HU with noise of 30, stored clipped at -1024 (about a fifth of it), in a field
     # of view padded with -3024.
