@@ -184,6 +184,14 @@ AutoChoice choose_with_progress(const std::string& label, const RunOptions& run,
   return choose(context);
 }
 
+// The model's note on smooth noise it could not confirm, after the filters' noise line.
+void print_unconfirmed_note(const char* command, const json& model) {
+  if (!model.contains("unconfirmed_smooth_noise")) return;
+  std::string note = unconfirmed_smooth_noise_note(model);
+  note.replace(0, note.find("smooth"), fmt::format("{}: note: ", command));
+  fmt::print("{}\n", note);
+}
+
 // Where the noise model was measured, for the line the filters print.
 std::string noise_source(const std::string& noise_from) { return noise_from.empty() ? "" : ", from " + noise_from; }
 
@@ -228,6 +236,7 @@ void run_nlm(const InputOptions& input, const RunOptions& run, const NlmOptions&
         fmt::print("nlm: noise sigma {:.4g} (lag-1 correlation {:.2f}{}), {}h = {:.4g}{}\n", noise.sigma,
                    noise.correlation(1, 0, 0), noise_source(options.noise_from), auto_sigma ? fmt::format("noise_sigma = {:.4g}, ", p.noise_sigma) : "",
                    p.h, auto_h ? fmt::format(" (least estimated risk{})", options.strength != 1 ? fmt::format(" x strength {}", options.strength) : "") : "");
+        print_unconfirmed_note("nlm", job.parameters["noise_model"]);
       }
     }
     job.parameters.update({{"search_radius", p.search_radius}, {"patch_radius", p.patch_radius}, {"h", p.h},
@@ -273,6 +282,7 @@ void run_bilateral(const InputOptions& input, const RunOptions& run, const Bilat
         fmt::print("bilateral: noise sigma {:.4g} (lag-1 correlation {:.2f}{}), sigma_range = {:.4g} (least estimated risk{})\n",
                    noise.sigma, noise.correlation(1, 0, 0), noise_source(options.noise_from), p.sigma_range,
                    options.strength != 1 ? fmt::format(" x strength {}", options.strength) : "");
+        print_unconfirmed_note("bilateral", job.parameters["noise_model"]);
       }
     } else {
       job.parameters["sigma_range_auto"] = false;

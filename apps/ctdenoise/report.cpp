@@ -19,7 +19,18 @@ nlohmann::json noise_model_json(const NoiseModel& m) {
                       {"fell_back_to_white", m.fell_back_to_white},
                       {"read_from_first_lags", m.read_from_first_lags}};
   if (!std::isnan(m.clipped_value)) j["clipped_value"] = m.clipped_value;
+  if (m.unconfirmed_smooth_sigma > 0) {
+    j["unconfirmed_smooth_noise"] = {{"sigma", m.unconfirmed_smooth_sigma}, {"width", m.unconfirmed_smooth_width}};
+  }
   return j;
+}
+
+std::string unconfirmed_smooth_noise_note(const nlohmann::json& model) {
+  const auto& u = model["unconfirmed_smooth_noise"];
+  return fmt::format("note:       smooth structure of sigma {:.3g} (width {:.2g} voxels) was taken for anatomy; if it is "
+                     "noise (e.g. iterative reconstruction), the automatic values are too weak: give the noise with "
+                     "--noise-from",
+                     u["sigma"].get<double>(), u["width"].get<double>());
 }
 
 nlohmann::json noise_json(const Volume& volume, const nlohmann::json& known_model) {
@@ -114,6 +125,9 @@ std::string format_image(const io::ImageInfo& info, const Volume& volume, const 
                        : std::fabs(m["correlation_lag1"][0].get<double>()) < 0.1 && std::fabs(m["correlation_lag1"][1].get<double>()) < 0.1
                            ? " (nearly white)"
                            : "");
+  }
+  if (noise.contains("model") && noise["model"].contains("unconfirmed_smooth_noise")) {
+    out += unconfirmed_smooth_noise_note(noise["model"]) + "\n";
   }
   if (noise.contains("model") && noise["model"].contains("clipped_value")) {
     out += fmt::format("clipped:    values clipped at {:.6g} among the noise (air stored at its lowest value): read as "

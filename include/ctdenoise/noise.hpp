@@ -68,6 +68,12 @@ struct NoiseModel {
   bool read_from_first_lags = false;  // no block was believed flat: the level is smooth noise fitted to the
                                       // first lags, where anatomy adds least (on coarse scans, 3 mm and
                                       // more, fine anatomy can still count as noise: docs/parameters.md)
+  // Smooth noise that the fit of the first lags saw and could not confirm (its far lags held
+  // anatomy too), where it is over twice `sigma`: its sigma and its width in voxels (a Gaussian's),
+  // else 0. Coarse anatomy reads the same, so the model does not take it; if the image's noise is
+  // known to be smooth (iterative reconstruction), the automatic values are likely too weak, and
+  // the noise given from elsewhere (--noise-from) sets them.
+  double unconfirmed_smooth_sigma = 0, unconfirmed_smooth_width = 0;
 
   // C(dx, dy, dz); 0 outside the measured lags.
   double covariance_at(int dx, int dy, int dz) const noexcept;

@@ -138,6 +138,12 @@ void bind_filters(nb::module_& m) {
       .def_ro("read_from_first_lags", &NoiseModel::read_from_first_lags,
               "True when no block was flat and the level is smooth noise fitted to the first lags (on "
               "coarse scans fine anatomy can count as noise).")
+      .def_ro("unconfirmed_smooth_sigma", &NoiseModel::unconfirmed_smooth_sigma,
+              "Smooth noise the model saw but could not tell from anatomy, where over twice sigma: its "
+              "standard deviation (else 0). If the image's noise is known to be smooth, give the noise "
+              "(noise_model=) measured on noise alone.")
+      .def_ro("unconfirmed_smooth_width", &NoiseModel::unconfirmed_smooth_width,
+              "Its width in voxels (a Gaussian's), else 0.")
       .def("correlation", &NoiseModel::correlation, "dx"_a, "dy"_a, "dz"_a,
            "C(dx, dy, dz) / sigma^2 (0 outside the measured lags).")
       .def("__repr__", [](const NoiseModel& n) {

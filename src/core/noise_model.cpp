@@ -39,6 +39,8 @@ constexpr double kLevelOff = 0.5;  // largest growth per lag of the far lags' D^
 constexpr double kAnatomyFitTolerance = 0.025;  // largest misfit of the far lags' D^2 less anatomy's share
 constexpr double kFlattestShare = 0.15;  // the wide smooth fit's second try: the flattest blocks only
 constexpr int kMaxSmoothRadius = 8;      // in-plane lags of a smooth-fallback model, at most
+constexpr i64 kLeastUnconfirmedBlocks = 32;  // a refused wide fit is reported from this many blocks
+                                             // (a 40 x 44 image's one block read anatomy as 43 HU of it)
 
 using detail::ImageReads;
 using detail::Lag;
@@ -316,6 +318,7 @@ NoiseModel detail::estimate_noise_model(const ImageReads& reads) {
   //   anatomy alone (the noise-free Hann reconstruction of a 3 mm crop) 2.9 x.
   // White noise blurred by a Gaussian of 1.2 voxels reads 4.7 x: only the first way finds it.
   std::vector<Block> smooth_blocks;  // the blocks of the accepted smooth fit
+  std::optional<SmoothNoise> unconfirmed;  // the wide fit its far lags refused (NoiseModel::unconfirmed_smooth_sigma)
   auto smooth_fallback = [&](double floor) -> std::optional<SmoothNoise> {
     const std::vector<Lag> near_lags = ring(2);
     const std::array<Lag, 2> axis_lag1{{{1, 0, 0}, {0, 1, 0}}}, axis_lag2{{{2, 0, 0}, {0, 2, 0}}},
@@ -454,6 +457,7 @@ NoiseModel detail::estimate_noise_model(const ImageReads& reads) {
     const std::optional<Fit> flattest = fit_in(around_activity, true, kFlattestShare);
     const bool fewer = flattest && (!first || flattest->blocks.size() < first->blocks.size());
     if (const std::optional<Fit> wide = fewer ? confirmed(flattest) : std::nullopt) return accept(*wide);
+    if (first && i64(first->blocks.size()) >= kLeastUnconfirmedBlocks) unconfirmed = first->noise;
     const std::optional<Fit> narrow = fit_in(near_activity, false, 1.0);
     if (narrow && std::sqrt(narrow->noise.c0) <= kMaxSmoothGrain * floor) return accept(*narrow);
     return std::nullopt;
@@ -477,6 +481,15 @@ NoiseModel detail::estimate_noise_model(const ImageReads& reads) {
   // the first lags show it (smooth_fallback), with its correlation across slices in 3D; otherwise
   // white in-plane, and in 3D correlated with the next two slices as overlapping slices make it
   // (slice_correlation).
+  // Where the model stays under half the level of a wide fit its far lags refused, that fit is
+  // reported (NoiseModel::unconfirmed_smooth_sigma).
+  auto note_unconfirmed = [&] {
+    if (unconfirmed && std::sqrt(unconfirmed->c0 + unconfirmed->white) > 2 * m.sigma) {
+      m.unconfirmed_smooth_sigma = std::sqrt(unconfirmed->c0 + unconfirmed->white);
+      m.unconfirmed_smooth_width = unconfirmed->width;
+    }
+    return m;
+  };
   auto fall_back = [&] {
     m.fell_back_to_white = true;
     m.sigma = pseudo_residual_sigma();
@@ -516,7 +529,7 @@ NoiseModel detail::estimate_noise_model(const ImageReads& reads) {
                 (smooth->c0 * smooth->correlation(std::hypot(dx, dy)) + (dx == 0 && dy == 0 ? smooth->white : 0)) *
                 along_z[std::size_t(std::abs(dz))];
           }
-      return m;
+      return note_unconfirmed();
     }
     if (z.rho1 >= kLeastSliceCorrelation) {
       m.sigma = z.in_plane_sigma;
@@ -531,7 +544,7 @@ NoiseModel detail::estimate_noise_model(const ImageReads& reads) {
     m.covariance[centre] = c0;
     if (m.radius_z >= 1) m.covariance[centre - next_slice] = m.covariance[centre + next_slice] = z.rho1 * c0;
     if (m.radius_z >= 2) m.covariance[centre - 2 * next_slice] = m.covariance[centre + 2 * next_slice] = z.rho2 * c0;
-    return m;
+    return note_unconfirmed();
   };
 
   const double anchor = flat_anchor(activity);

@@ -202,4 +202,34 @@ struct CaseName {
 };
 inline constexpr CaseName case_name{};
 
+// White noise of unit variance blurred in-plane by a Gaussian of `width` voxels (borders
+// clamped), slice by slice.
+inline std::vector<double> blurred_noise(const ctd::Dims& d, double width, unsigned seed) {
+  const int reach = int(std::ceil(3.5 * width));
+  std::vector<double> taps;
+  for (int k = -reach; k <= reach; ++k) taps.push_back(std::exp(-0.5 * k * k / (width * width)));
+  double energy = 0;
+  for (double t : taps) energy += t * t;
+  std::vector<double> field(std::size_t(d.count()));
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> normal(0, 1);
+  for (double& f : field) f = normal(rng);
+  for (const bool along_x : {true, false}) {
+    std::vector<double> out(field.size());
+    for (std::int64_t z = 0; z < d.nz; ++z)
+      for (std::int64_t y = 0; y < d.ny; ++y)
+        for (std::int64_t x = 0; x < d.nx; ++x) {
+          double acc = 0;
+          for (int k = -reach; k <= reach; ++k) {
+            const std::int64_t xx = along_x ? std::clamp<std::int64_t>(x + k, 0, d.nx - 1) : x;
+            const std::int64_t yy = along_x ? y : std::clamp<std::int64_t>(y + k, 0, d.ny - 1);
+            acc += taps[std::size_t(k + reach)] * field[std::size_t((z * d.ny + yy) * d.nx + xx)];
+          }
+          out[std::size_t((z * d.ny + y) * d.nx + x)] = acc / std::sqrt(energy);
+        }
+    field = std::move(out);
+  }
+  return field;
+}
+
 }  // namespace testing_util

@@ -261,36 +261,6 @@ TEST(RealData, NoiseEstimatesFindAddedNoiseWithinTenPercent) {
   }
 }
 
-// White noise of unit variance blurred in-plane by a Gaussian of `width` voxels (borders
-// clamped), slice by slice.
-std::vector<double> blurred_noise(const ctd::Dims& d, double width, unsigned seed) {
-  const int reach = int(std::ceil(3.5 * width));
-  std::vector<double> taps;
-  for (int k = -reach; k <= reach; ++k) taps.push_back(std::exp(-0.5 * k * k / (width * width)));
-  double energy = 0;
-  for (double t : taps) energy += t * t;
-  std::vector<double> field(std::size_t(d.count()));
-  std::mt19937 rng(seed);
-  std::normal_distribution<double> normal(0, 1);
-  for (double& f : field) f = normal(rng);
-  for (const bool along_x : {true, false}) {
-    std::vector<double> out(field.size());
-    for (std::int64_t z = 0; z < d.nz; ++z)
-      for (std::int64_t y = 0; y < d.ny; ++y)
-        for (std::int64_t x = 0; x < d.nx; ++x) {
-          double acc = 0;
-          for (int k = -reach; k <= reach; ++k) {
-            const std::int64_t xx = along_x ? std::clamp<std::int64_t>(x + k, 0, d.nx - 1) : x;
-            const std::int64_t yy = along_x ? y : std::clamp<std::int64_t>(y + k, 0, d.ny - 1);
-            acc += taps[std::size_t(k + reach)] * field[std::size_t((z * d.ny + yy) * d.nx + xx)];
-          }
-          out[std::size_t((z * d.ny + y) * d.nx + x)] = acc / std::sqrt(energy);
-        }
-    field = std::move(out);
-  }
-  return field;
-}
-
 TEST(RealData, SmoothNoiseUnderAChestsAnatomyIsReadButTheCoarseAbdomenIsNot) {
   CTD_REQUIRE_SHARED_DATA();
   // White noise blurred by a Gaussian of 1.2 voxels (sigma 45) over the chest slice: its level
@@ -298,7 +268,7 @@ TEST(RealData, SmoothNoiseUnderAChestsAnatomyIsReadButTheCoarseAbdomenIsNot) {
   // the noise is read only with anatomy's share taken off (before: white noise of sigma 13.6).
   const ctd::Volume chest = ctd::io::read_image(data("dicom_wg04_ct1_ge/CT1_UNC.dcm")).volume;
   const ctd::NoiseModel own = ctd::estimate_noise_model(chest.view());
-  const std::vector<double> field = blurred_noise(chest.dims(), 1.2, 61);
+  const std::vector<double> field = testing_util::blurred_noise(chest.dims(), 1.2, 61);
   ctd::Volume noisy = chest;
   for (std::int64_t i = 0; i < noisy.size(); ++i) {
     if (chest.data()[i] != float(own.excluded_value)) noisy.data()[i] += float(45 * field[std::size_t(i)]);
@@ -323,13 +293,34 @@ TEST(RealData, StrongWideSmoothNoiseOverAChestIsReadInItsFlattestBlocks) {
   // read 30 % above the smooth fit. Before the second try in the flattest blocks the model
   // fell back to smooth noise of a third of the level (NLM 3 dB under-smoothed).
   const ctd::Volume chest = ctd::io::read_image(data("dicom_wg04_ct1_ge/CT1_UNC.dcm")).volume;
-  const std::vector<double> field = blurred_noise(chest.dims(), 2.0, 71);
+  const std::vector<double> field = testing_util::blurred_noise(chest.dims(), 2.0, 71);
   ctd::Volume noisy = chest;
   for (std::int64_t i = 0; i < noisy.size(); ++i) noisy.data()[i] += float(60 * field[std::size_t(i)]);
   const ctd::NoiseModel m = ctd::estimate_noise_model(noisy.view());
   EXPECT_FALSE(m.fell_back_to_white);
   EXPECT_NEAR(m.sigma, 60, 0.1 * 60);
   EXPECT_GT(m.correlation(1, 0, 0), 0.85);
+  EXPECT_EQ(m.unconfirmed_smooth_sigma, 0);
+}
+
+TEST(RealData, SmoothNoiseItCannotConfirmIsReported) {
+  CTD_REQUIRE_SHARED_DATA();
+  // The same noise inside the field of view only: every flat block holds the chest's tissue, the
+  // wide fit's far lags read its anatomy too, and the model falls back to a third of the level
+  // (docs/parameters.md, "What is not reached"); the fit it refused is reported.
+  const ctd::Volume chest = ctd::io::read_image(data("dicom_wg04_ct1_ge/CT1_UNC.dcm")).volume;
+  const ctd::NoiseModel own = ctd::estimate_noise_model(chest.view());
+  EXPECT_EQ(own.unconfirmed_smooth_sigma, 0);
+  const std::vector<double> field = testing_util::blurred_noise(chest.dims(), 2.0, 71);
+  ctd::Volume noisy = chest;
+  for (std::int64_t i = 0; i < noisy.size(); ++i) {
+    if (chest.data()[i] != float(own.excluded_value)) noisy.data()[i] += float(60 * field[std::size_t(i)]);
+  }
+  const ctd::NoiseModel m = ctd::estimate_noise_model(noisy.view());
+  EXPECT_LT(m.sigma, 30);
+  EXPECT_NEAR(m.unconfirmed_smooth_sigma, 60, 0.2 * 60);
+  EXPECT_GT(m.unconfirmed_smooth_width, 1.2);
+  EXPECT_LT(m.unconfirmed_smooth_width, 2.2);
 }
 
 TEST(RealData, SmoothNoiseCorrelatedAcrossSlicesOnACoarseHeadIsRead) {

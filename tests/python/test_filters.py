@@ -125,6 +125,7 @@ def test_noise_sigma_auto_and_a_given_noise_model(rng):
     image = structured(rng, (40, 44), noise=12.0)
     model = ctdenoise.estimate_noise(image)
     assert model.sigma == pytest.approx(12.0, rel=0.15)
+    assert model.unconfirmed_smooth_sigma == 0 and model.unconfirmed_smooth_width == 0
     _, info = ctdenoise.nlm(image, h=15.0, noise_sigma="auto", noise_model=model, device="cpu", return_info=True)
     assert info["parameters"]["noise_sigma"] > 0
     assert info["auto"] is None
