@@ -46,6 +46,10 @@ const std::vector<Parameter>& parameters() {
        "Multiplies the automatic range sigma: > 1 smooths more, < 1 less", "1"},
       {"bilateral", "string-enumeration", "bilateralAlgorithm", "--algorithm", "Algorithm",
        "auto (exact), or compressive (Sugimoto and Kamata's fast approximation)", "auto", {"auto", "compressive"}},
+      // An optional input volume: Slicer passes its flag only when one is chosen.
+      {"run", "image", "noiseVolume", "--noise-from", "Noise volume (optional)",
+       "Noise alone (two reconstructions of one scan, subtracted, / sqrt 2) or a uniform phantom scanned alike, on "
+       "the input's voxel size: the automatic values' noise is measured on it instead of the input", ""},
   };
   return all;
 }
@@ -67,8 +71,9 @@ std::string group_xml(std::string_view group, std::string_view label, std::strin
   for (const Parameter& p : parameters()) {
     if (p.group != group) continue;
     xml += fmt::format("    <{}>\n      <name>{}</name>\n      <longflag>--{}</longflag>\n      <label>{}</label>\n"
-                       "      <description>{}</description>\n      <default>{}</default>\n",
-                       p.tag, p.name, p.name, escape(p.label), escape(p.description), p.fallback);
+                       "      <description>{}</description>\n",
+                       p.tag, p.name, p.name, escape(p.label), escape(p.description));
+    xml += p.tag == "image" ? "      <channel>input</channel>\n" : fmt::format("      <default>{}</default>\n", p.fallback);
     for (std::string_view choice : p.choices) xml += fmt::format("      <element>{}</element>\n", choice);
     xml += fmt::format("    </{}>\n", p.tag);
   }
