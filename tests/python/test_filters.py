@@ -225,7 +225,10 @@ def test_the_gil_is_released_while_filtering(rng):
 
 def test_ctrl_c_stops_a_long_filter():
     script = textwrap.dedent("""
-        import sys, time, numpy as np, ctdenoise
+        import signal, sys, time, numpy as np, ctdenoise
+        # Python's own Ctrl-C handler, also where SIGINT was ignored by whoever started this
+        # (a background job of a non-interactive shell ignores it, and Python then keeps it so).
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         image = np.random.default_rng(1).normal(0, 20, (64, 256, 256)).astype(np.float32)
         print("start", flush=True)
         start = time.perf_counter()
