@@ -50,8 +50,8 @@ void add_run_options(CLI::App& cmd, RunOptions& run) {
 void add_noise_from(CLI::App& cmd, std::string& path) {
   cmd.add_option("--noise-from", path,
                  "Measure the noise for the automatic values on this image instead of INPUT: noise alone (e.g. two "
-                 "reconstructions of one scan, subtracted, / sqrt 2) or a uniform phantom scanned alike; same voxel "
-                 "size, and a volume for a volume");
+                 "scans at the same dose, subtracted, / sqrt 2) or a uniform phantom scanned alike; same voxel size, "
+                 "and a volume for a volume");
 }
 
 void add_file_job(CLI::App& cmd, InputOptions& input, RunOptions& run) {

@@ -48,7 +48,7 @@ const std::vector<Parameter>& parameters() {
        "auto (exact), or compressive (Sugimoto and Kamata's fast approximation)", "auto", {"auto", "compressive"}},
       // An optional input volume: Slicer passes its flag only when one is chosen.
       {"run", "image", "noiseVolume", "--noise-from", "Noise volume (optional)",
-       "Noise alone (two reconstructions of one scan, subtracted, / sqrt 2) or a uniform phantom scanned alike, on "
+       "Noise alone (two scans at the same dose, subtracted, / sqrt 2) or a uniform phantom scanned alike, on "
        "the input's voxel size: the automatic values' noise is measured on it instead of the input", ""},
   };
   return all;
