@@ -550,10 +550,11 @@ int main(int argc, char** argv) {
               auto print_model = [&](const char* what, const ctd::NoiseModel& m) {
                 // The share of the noise a tile's level reading sees, as the automatic parameters compute it.
                 const double gain = ctd::detail::pseudo_residual_gain(m), in_plane_gain = ctd::detail::pseudo_residual_gain(m, false);
-                fmt::print("{} {} | {}: gain {:.4f} in-plane {:.4f} sigma {:.2f} pr {:.2f} fell_back {} first_lags {} rho x {:.2f},{:.2f} y {:.2f} z {:.2f},{:.2f} blocks {} padding {} clipped {}\n",
+                fmt::print("{} {} | {}: gain {:.4f} in-plane {:.4f} sigma {:.2f} pr {:.2f} fell_back {} first_lags {} rho x {:.2f},{:.2f} y {:.2f} z {:.2f},{:.2f} blocks {} padding {} clipped {} unconfirmed {:.2f} width {:.2f}\n",
                            what, case_name, s.label, gain, in_plane_gain, m.sigma, m.pseudo_residual_sigma, m.fell_back_to_white,
                            m.read_from_first_lags, m.correlation(1, 0, 0), m.correlation(2, 0, 0), m.correlation(0, 1, 0),
-                           m.correlation(0, 0, 1), m.correlation(0, 0, 2), m.flat_blocks, m.excluded_value, m.clipped_value);
+                           m.correlation(0, 0, 1), m.correlation(0, 0, 2), m.flat_blocks, m.excluded_value, m.clipped_value,
+                           m.unconfirmed_smooth_sigma, m.unconfirmed_smooth_width);
               };
               print_model("MODEL", noisy_model);
               if (oracle_model) print_model("ORACLE", *oracle_model);
