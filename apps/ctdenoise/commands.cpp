@@ -175,6 +175,12 @@ void check_strength(double strength, bool any_auto, const char* what) {
   if (strength != 1 && !any_auto) invalid(fmt::format("--strength scales the automatic {0}; use {0} auto with it", what));
 }
 
+void check_noise_from(const std::string& noise_from, bool any_auto, const char* what) {
+  if (!noise_from.empty() && !any_auto) {
+    invalid(fmt::format("--noise-from gives the noise for the automatic values; use {} auto with it", what));
+  }
+}
+
 // Runs an automatic choice behind its own progress bar ("nlm: choosing h").
 template <class F>
 AutoChoice choose_with_progress(const std::string& label, const RunOptions& run, const ExecContext& base, F&& choose) {
@@ -186,10 +192,7 @@ AutoChoice choose_with_progress(const std::string& label, const RunOptions& run,
 
 // The model's note on smooth noise it could not confirm, after the filters' noise line.
 void print_unconfirmed_note(const char* command, const json& model) {
-  if (!model.contains("unconfirmed_smooth_noise")) return;
-  std::string note = unconfirmed_smooth_noise_note(model);
-  note.replace(0, note.find("smooth"), fmt::format("{}: note: ", command));
-  fmt::print("{}\n", note);
+  if (model.contains("unconfirmed_smooth_noise")) fmt::print("{}: note: {}\n", command, unconfirmed_smooth_noise_note(model));
 }
 
 // Where the noise model was measured, for the line the filters print.

@@ -77,12 +77,6 @@ AutoInput auto_input(const io::Image& image, FilterJob& job) {
   return input;
 }
 
-void check_noise_from(const std::string& noise_from, bool any_auto, const char* what) {
-  if (!noise_from.empty() && !any_auto) {
-    invalid(fmt::format("--noise-from gives the noise for the automatic values; use {} auto with it", what));
-  }
-}
-
 namespace {
 
 // The noise model of the image at `path` (--noise-from), checked against the input's geometry.

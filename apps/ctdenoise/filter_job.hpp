@@ -53,8 +53,6 @@ AutoInput auto_input(const io::Image& image, FilterJob& job);
 // slices). The report records where the model came from.
 NoiseModel measure_noise(const AutoInput& input, const io::Image& image, const std::string& noise_from, FilterJob& job,
                          bool quiet, std::string_view asked_by);
-// --noise-from serves the automatic values: refused where none is asked for.
-void check_noise_from(const std::string& noise_from, bool any_auto, const char* what);
 
 // Whether this process's CUDA context was ended (run_filter ends it beside the write once the
 // GPU's work is done): the program must then end with std::_Exit, not through destructors that

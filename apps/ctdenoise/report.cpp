@@ -27,7 +27,7 @@ nlohmann::json noise_model_json(const NoiseModel& m) {
 
 std::string unconfirmed_smooth_noise_note(const nlohmann::json& model) {
   const auto& u = model["unconfirmed_smooth_noise"];
-  return fmt::format("note:       smooth structure of sigma {:.3g} (width {:.2g} voxels) was taken for anatomy; if it is "
+  return fmt::format("smooth structure of sigma {:.3g} (width {:.2g} voxels) was taken for anatomy; if it is "
                      "noise (e.g. iterative reconstruction), the automatic values are too weak: give the noise with "
                      "--noise-from",
                      u["sigma"].get<double>(), u["width"].get<double>());
@@ -127,7 +127,7 @@ std::string format_image(const io::ImageInfo& info, const Volume& volume, const 
                            : "");
   }
   if (noise.contains("model") && noise["model"].contains("unconfirmed_smooth_noise")) {
-    out += unconfirmed_smooth_noise_note(noise["model"]) + "\n";
+    out += "note:       " + unconfirmed_smooth_noise_note(noise["model"]) + "\n";
   }
   if (noise.contains("model") && noise["model"].contains("clipped_value")) {
     out += fmt::format("clipped:    values clipped at {:.6g} among the noise (air stored at its lowest value): read as "

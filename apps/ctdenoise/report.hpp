@@ -15,8 +15,8 @@ namespace ctd::cli {
 nlohmann::json to_json(const Statistics& s);
 // The noise model behind the automatic parameters, for reports.
 nlohmann::json noise_model_json(const NoiseModel& m);
-// A line saying that the model (noise_model_json) holds unconfirmed smooth noise, what it may
-// mean and what to do ("note:       ..."; the model must hold it).
+// The sentence saying that the model (noise_model_json) holds unconfirmed smooth noise, what it
+// may mean and what to do (the model must hold it).
 std::string unconfirmed_smooth_noise_note(const nlohmann::json& model);
 // The noise model and both noise estimates (include/ctdenoise/noise.hpp); empty for images too
 // small to estimate. A model already measured (noise_model_json) is used as it is.

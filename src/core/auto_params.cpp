@@ -306,13 +306,16 @@ double auto_nlm_noise_sigma(const NoiseModel& noise, const NlmParams& params, co
   return pair_sigma(noise, params.search_radius, dims.is_2d() ? 0 : params.search_radius);
 }
 
+// The model and the choice read one image's reads (its padding is searched once).
 AutoChoice auto_nlm_h(ConstVolumeView<float> image, const NlmParams& params, const ExecContext& context, double strength) {
-  return auto_nlm_h(image, params, estimate_noise_model(image), context, strength);
+  const auto reads = detail::host_reads(image);
+  return detail::auto_nlm_h(*reads, params, detail::estimate_noise_model(*reads), context, strength);
 }
 
 AutoChoice auto_bilateral_sigma_range(ConstVolumeView<float> image, const BilateralParams& params,
                                       const ExecContext& context, double strength) {
-  return auto_bilateral_sigma_range(image, params, estimate_noise_model(image), context, strength);
+  const auto reads = detail::host_reads(image);
+  return detail::auto_bilateral_sigma_range(*reads, params, detail::estimate_noise_model(*reads), context, strength);
 }
 
 AutoChoice detail::auto_nlm_h(const ImageReads& image, const NlmParams& params, const NoiseModel& noise,

@@ -142,6 +142,7 @@ struct SmoothNoise {
   // E[D(d)^2] / c0 of the smooth part alone.
   double reads(double d) const { return 6 - 8 * correlation(d) + 2 * correlation(2 * d); }
   double mean_square_difference(double d) const { return c0 * reads(d) + 6 * white; }
+  double sigma() const { return std::sqrt(c0 + white); }  // of both parts together
 };
 std::optional<SmoothNoise> fit_smooth_noise(double v1, double v2) {
   constexpr double kWidestBelieved = 3;
@@ -386,7 +387,7 @@ NoiseModel detail::estimate_noise_model(const ImageReads& reads) {
       const double v1 = total.lag1 / double(total.lag1_count), v2 = total.lag2 / double(total.lag2_count);
       const std::optional<SmoothNoise> fit =
           with_white ? fit_smooth_and_white_noise(v1, v2, total.lag4 / double(total.lag4_count)) : fit_smooth_noise(v1, v2);
-      if (!fit || fit->correlation(1) < kLeastSmoothCorrelation || std::sqrt(fit->c0 + fit->white) < floor) return std::nullopt;
+      if (!fit || fit->correlation(1) < kLeastSmoothCorrelation || fit->sigma() < floor) return std::nullopt;
       out.noise = *fit;
       out.samples = std::min(total.lag1_count, total.lag2_count);
       return out;
@@ -420,7 +421,7 @@ NoiseModel detail::estimate_noise_model(const ImageReads& reads) {
       const double rate = (v_far - v_near) / double(far * far - near * near);
       const std::optional<SmoothNoise> refit =
           fit_smooth_and_white_noise(mean_at(1) - rate, mean_at(2) - 4 * rate, mean_at(4) - 16 * rate);
-      if (!refit || refit->correlation(1) < kLeastSmoothCorrelation || std::sqrt(refit->c0 + refit->white) < floor) {
+      if (!refit || refit->correlation(1) < kLeastSmoothCorrelation || refit->sigma() < floor) {
         return std::nullopt;
       }
       const double misfit = (v_near - rate * near * near) / refit->mean_square_difference(near) - 1;
@@ -484,8 +485,8 @@ NoiseModel detail::estimate_noise_model(const ImageReads& reads) {
   // Where the model stays under half the level of a wide fit its far lags refused, that fit is
   // reported (NoiseModel::unconfirmed_smooth_sigma).
   auto note_unconfirmed = [&] {
-    if (unconfirmed && std::sqrt(unconfirmed->c0 + unconfirmed->white) > 2 * m.sigma) {
-      m.unconfirmed_smooth_sigma = std::sqrt(unconfirmed->c0 + unconfirmed->white);
+    if (unconfirmed && unconfirmed->sigma() > 2 * m.sigma) {
+      m.unconfirmed_smooth_sigma = unconfirmed->sigma();
       m.unconfirmed_smooth_width = unconfirmed->width;
     }
     return m;
@@ -509,7 +510,7 @@ NoiseModel detail::estimate_noise_model(const ImageReads& reads) {
     if (const std::optional<SmoothNoise> smooth = smooth_fallback(std::max(pseudo_residual_sigma(), z.in_plane_sigma))) {
       m.fell_back_to_white = false;
       m.read_from_first_lags = true;
-      m.sigma = std::sqrt(smooth->c0 + smooth->white);
+      m.sigma = smooth->sigma();
       // Lags out to 3 widths (the correlation there: 0.1), at most kMaxSmoothRadius.
       m.radius_xy = std::clamp(int(std::ceil(3 * smooth->width)), kLagRadiusXy, kMaxSmoothRadius);
       std::array<double, 3> along_z{1, 0, 0};
