@@ -35,7 +35,7 @@ enum class BilateralAlgorithm {
 struct BilateralParams {
   float sigma_spatial = 0.0f;  // > 0, in `spatial_unit`; required
   SpatialUnit spatial_unit = SpatialUnit::Voxel;
-  float sigma_range = 0.0f;  // > 0, image units (HU for CT); required
+  float sigma_range = 0.0f;  // >= 1e-18 (float32 arithmetic), image units (HU for CT); required
   // Half-width of the window along x, y, z in voxels (each >= 1; z is ignored for 2D images).
   // Unset: ceil(3 sigma_spatial / s_i) per axis.
   std::optional<std::array<int, 3>> radius;

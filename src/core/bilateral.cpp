@@ -22,6 +22,8 @@ namespace {
 
 [[noreturn]] void invalid(const std::string& message) { throw Error(ErrorKind::InvalidArgument, message); }
 
+constexpr double kLeastSigmaRange = 1e-18;
+
 }  // namespace
 
 void validate(const BilateralParams& p) {
@@ -30,6 +32,12 @@ void validate(const BilateralParams& p) {
   }
   if (!(std::isfinite(p.sigma_range) && p.sigma_range > 0)) {
     invalid(fmt::format("sigma_range must be a finite value > 0, got {}", p.sigma_range));
+  }
+  // The range kernel is exp(-d^2 / (2 sigma_r^2)) in float: below this, 1 / (2 sigma_r^2) overflows
+  // (every weight NaN) or the squared differences that matter underflow.
+  if (p.sigma_range < kLeastSigmaRange) {
+    invalid(fmt::format("sigma_range {} is too small for single precision (at least {}); scale the image up", p.sigma_range,
+                        kLeastSigmaRange));
   }
   if (p.radius) {
     for (int axis = 0; axis < 3; ++axis) {

@@ -70,6 +70,7 @@ TEST(BilateralParams, RejectsEachBadField) {
       {"sigma_spatial negative", [](auto& p) { p.sigma_spatial = -2; }},
       {"sigma_range 0", [](auto& p) { p.sigma_range = 0; }},
       {"sigma_range NaN", [](auto& p) { p.sigma_range = std::numeric_limits<float>::quiet_NaN(); }},
+      {"sigma_range whose 1 / (2 sigma_r^2) overflows float", [](auto& p) { p.sigma_range = 1e-20f; }},
       {"radius 0 in y", [](auto& p) { p.radius = std::array<int, 3>{2, 0, 2}; }},
       {"spacing 0 with mm", [](auto& p) { p.spatial_unit = ctd::SpatialUnit::Millimetre; p.spacing = {1, 0, 1}; }},
   };
