@@ -121,6 +121,46 @@ def test_automatic_h_is_reported_and_strength_scales_it(rng):
     assert set(info["timings_s"]) == {"auto", "filter"}
 
 
+@pytest.mark.parametrize("shape", [(8, 8), (200, 3), (3, 200), (2, 16, 16), (16, 16, 2), (3, 17, 5), (40, 4, 4)])
+def test_automatic_values_on_odd_images_are_finite_or_refused(rng, shape):
+    # Thin, tiny and flat images, steps, extreme scales and coarse quantisation: each filter either
+    # gives a finite output with a finite value > 0, or refuses with a ValueError naming its keyword.
+    contents = {
+        "white": 30 * rng.standard_normal(shape),
+        "air and tissue": np.where(rng.random(shape) < 0.3, -1000, 40) + 20 * rng.standard_normal(shape),
+        "step": 1000.0 * (np.indices(shape)[-1] > shape[-1] // 2),
+        "huge": 1e30 * rng.standard_normal(shape),
+        "tiny": 1e-30 * rng.standard_normal(shape),
+        "quantised": np.round(0.4 * rng.standard_normal(shape)),
+    }
+    for name, values in contents.items():
+        image = values.astype(np.float32)
+        for keyword, call in (("h", lambda: ctdenoise.nlm(image, device="cpu", return_info=True)),
+                              ("sigma_range", lambda: ctdenoise.bilateral(image, sigma_spatial=1.0, device="cpu", return_info=True))):
+            try:
+                out, info = call()
+            except ValueError as error:
+                assert f"{keyword}='auto'" in str(error), (name, keyword, str(error))
+                continue
+            value = info["parameters"][keyword]
+            assert np.isfinite(value) and value > 0, (name, keyword, value)
+            assert np.isfinite(out).all(), (name, keyword, value)
+
+
+def test_automatic_values_follow_the_image_scale(rng):
+    # Both filters are equivariant to scale (f(s y; s v) = s f(y; v)), so their automatic values are
+    # too: HU, attenuation per mm and counts get the same smoothing.
+    image = structured(rng, (48, 52), noise=20.0)
+    h = ctdenoise.nlm(image, search_radius=3, device="cpu", return_info=True)[1]["parameters"]["h"]
+    sr = ctdenoise.bilateral(image, sigma_spatial=1.0, device="cpu", return_info=True)[1]["parameters"]["sigma_range"]
+    for scale in (2e-5, 1e3):
+        scaled = (scale * image).astype(np.float32)
+        _, info = ctdenoise.nlm(scaled, search_radius=3, device="cpu", return_info=True)
+        assert info["parameters"]["h"] == pytest.approx(scale * h, rel=0.03)
+        _, info = ctdenoise.bilateral(scaled, sigma_spatial=1.0, device="cpu", return_info=True)
+        assert info["parameters"]["sigma_range"] == pytest.approx(scale * sr, rel=0.03)
+
+
 def test_noise_sigma_auto_and_a_given_noise_model(rng):
     image = structured(rng, (40, 44), noise=12.0)
     model = ctdenoise.estimate_noise(image)
