@@ -48,7 +48,8 @@ struct AutoChoice {
   NoiseModel noise;
   // How the risk saw the noise over the image (docs/parameters.md, "The level" and "The
   // texture"): "one level" (the tiles' median), "tile levels" (where the level varies), "tile
-  // levels and textures" (where the texture changes too), or "scan-like (...)" (below).
+  // levels and textures" (where the texture changes too), "intensity levels" (where the level
+  // follows the image's values, voxel by voxel), or "scan-like (...)" (below).
   std::string noise_over_image;
   // How the image's noise compares with a scanner's (docs/parameters.md, "Scan-like noise"):
   // scan_fit, the share of the variance of the tiles' log noise levels that the map of the image's

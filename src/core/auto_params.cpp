@@ -161,8 +161,9 @@ AutoChoice choose(const detail::ImageReads& image, const NoiseModel& given, doub
     scale_to_image(b, sample, noise);
     sample.noise_over_image = fmt::format("scan-like ({} filter{})", probe->window, std::isfinite(map->source) ? ", fan beam" : "");
   } else {
-    const detail::WhiteNoise white = detail::white_noise_for(noise, sd, 0x5EED, drawn.get());
-    const std::vector<NoiseModel> image_model{noise};
+    const NoiseModel& shape = sample.texture ? *sample.texture : noise;
+    const detail::WhiteNoise white = detail::white_noise_for(shape, sd, 0x5EED, drawn.get());
+    const std::vector<NoiseModel> image_model{shape};
     b = detail::synthesize_noise_by_region(sample.tile_models.empty() ? image_model : sample.tile_models, sample.tile_of,
                                            sd, white, &sample.mask);
   }

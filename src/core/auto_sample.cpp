@@ -1,6 +1,7 @@
 // The automatic parameters' sample and the noise level over it (src/core/auto_sample.hpp).
 
 #include "core/auto_sample.hpp"
+#include "core/intensity_levels.hpp"
 
 #include "core/robust_stats.hpp"
 #include "cpu/thread_pool.hpp"
@@ -505,6 +506,10 @@ void measure_level(Sample& s, const NoiseModel& noise) {
   const bool varies = readable && spread(median_of_nearest(centres, flat_levels)) >= kLeastLevelSpread;
   std::vector<double> chosen(tiles.size(), readable ? detail::median(flat_levels) : noise.sigma);
   if (varies) {
+    if (const std::optional<IntensityLevels> fit = fit_intensity_levels(s.tiles, gain)) {
+      use_intensity_levels(s, *fit, noise, gain);
+      return;
+    }
     chosen = median_of_nearest(centres, levels);
     use_tile_textures(s, noise, flat_tiles, levels, centres, padding, chosen);
     s.noise_over_image = s.tile_models.empty() ? "tile levels" : "tile levels and textures";

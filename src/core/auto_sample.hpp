@@ -13,6 +13,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,9 @@ struct Sample {
   std::vector<NoiseModel> tile_models;
   std::vector<std::uint32_t> tile_of;
   std::string noise_over_image = "one level";  // AutoChoice::noise_over_image
+  // Where the level follows the image's values ("intensity levels"): the noise's correlation read
+  // on the sample divided by its levels, at the image's model's sigma (measure_level); else none.
+  std::optional<NoiseModel> texture;
   // Where the sample's voxels lie in the image: (x, y, z) of sample voxel (0, 0, 0) of each block
   // of `block` voxels in-plane, blocks running x then y (the image itself: one block at 0).
   struct Place {
