@@ -2,8 +2,8 @@
 """Image-domain Poisson noise, as simple low-dose simulations make it (experiment, not part of the
 product): each voxel's value u (HU) read as counts in proportion to u + 1024, drawn from a Poisson
 law and read back, so that the noise's variance grows with the value (water at SIGMA, the air at
--1000 HU a fortieth of water's variance, bone about twice it); the air outside a scan's field of
-view (padding) stays as it is. On digital phantoms (noise-free references) and real slices and
+-1000 HU a fortieth of water's variance, bone about twice it), over the whole image but what lies
+below -1024 HU (a scan's outside of its field of view, CT1's -3024), as validate_params adds noise. On digital phantoms (noise-free references) and real slices and
 the Siemens series (their own noise kept by the reference), NLM search 5 patch 1 (3D: search 3)
 and the bilateral filter at sigma_s 1 voxel on the CPU, each automatic value judged against the
 best of a sweep as scripts/phantom_check.py judges it (0.5 dB and 0.005 SSIM).
@@ -50,13 +50,12 @@ def main():
         clean = make()
         settings = [s for s in (SETTINGS_3D if clean.ndim == 3 else SETTINGS_2D)
                     if s[0] in ("NLM search 5 patch 1", "NLM search 3 patch 1", "bilateral sigma_s 1 vox")]
-        padding = ctd.estimate_noise(clean.astype(np.float32)).excluded_value  # NaN where there is none
         for sigma in args.sigma:
             rng = np.random.default_rng(17 + int(sigma))
             scale = sigma * sigma / 1024  # HU per count: var = scale (u + 1024), sigma^2 at 0 HU
             counts = np.maximum(clean + 1024, 0) / scale
             noisy = rng.poisson(counts) * scale - 1024
-            noisy = np.where(clean != padding, noisy, clean).astype(np.float32)
+            noisy = np.where(clean >= -1024, noisy, clean).astype(np.float32)
             noisy_q = quality(noisy, clean)
             for setting, kind, kw in settings:
                 f = ctd.nlm if kind == "nlm" else ctd.bilateral
