@@ -1,5 +1,6 @@
 """The per-case line, record and summary shared by the bench checks that judge the automatic
-values against a sweep's best (smooth_noise_check.py, strong_noise_check.py)."""
+values against a sweep's best (smooth_noise_check.py, strong_noise_check.py,
+poisson_noise_check.py), and the real scans they read."""
 import json, pathlib
 
 
@@ -19,3 +20,13 @@ def finish(cases, json_path=None):
           f"{min(c['auto'][0] - c['best'][0] for c in cases):+.2f} dB")
     if json_path:
         pathlib.Path(json_path).write_text(json.dumps(cases, indent=1))
+
+
+def real_image(path, volume=False):
+    """A real scan as float64 in HU: its middle slice, or the whole volume."""
+    import numpy as np
+    import ctdenoise as ctd
+    image, _ = ctd.read(path)
+    if image.ndim == 3 and not volume:
+        image = image[image.shape[0] // 2]
+    return np.asarray(image, dtype=np.float64)

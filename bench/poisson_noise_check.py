@@ -21,7 +21,7 @@ sys.path.insert(0, str(root / "scripts"))
 
 def main():
     import ctdenoise as ctd
-    from check_cases import finish, record
+    from check_cases import finish, real_image as real, record
     from phantom_check import SETTINGS_2D, SETTINGS_3D, abdomen, judge, quality, shepp_logan
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sigma", type=float, nargs="+", default=[30, 60], help="the noise's standard deviation at water (0 HU)")
@@ -30,12 +30,6 @@ def main():
     parser.add_argument("--json", help="write every case here")
     args = parser.parse_args()
     data = pathlib.Path(args.data)
-
-    def real(path, volume=False):
-        image, _ = ctd.read(path)
-        if image.ndim == 3 and not volume:
-            image = image[image.shape[0] // 2]
-        return np.asarray(image, dtype=np.float64)
 
     objects = {"Shepp-Logan 256": lambda: shepp_logan(256), "Shepp-Logan 512": lambda: shepp_logan(512),
                "abdomen 256": lambda: abdomen((256, 256), 5), "abdomen 512": lambda: abdomen((512, 512), 5),

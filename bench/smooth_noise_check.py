@@ -22,7 +22,7 @@ sys.path.insert(0, str(root / "scripts"))
 
 def main():
     import ctdenoise as ctd
-    from check_cases import finish, record
+    from check_cases import finish, real_image as real, record
     from phantom_check import SETTINGS_2D, SETTINGS_3D, abdomen, judge, quality, shepp_logan
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--blur", type=float, nargs="+", default=[1.6, 2.0], help="the Gaussian's sigma in voxels (0: white noise)")
@@ -39,12 +39,6 @@ def main():
     parser.add_argument("--json", help="write every case here")
     args = parser.parse_args()
     data = pathlib.Path(args.data)
-
-    def real(path, volume=False):
-        image, _ = ctd.read(path)
-        if image.ndim == 3 and not volume:
-            image = image[image.shape[0] // 2]
-        return np.asarray(image, dtype=np.float64)
 
     objects = {"abdomen 384": lambda: abdomen((384, 384), 1), "Shepp-Logan 256": lambda: shepp_logan(256),
                "Catphan slice": lambda: real(data / "dicom_catphan_philips_brilliance64" / "dicom_file01.dcm"),

@@ -21,7 +21,7 @@ sys.path.insert(0, str(root / "scripts"))
 
 def main():
     import ctdenoise as ctd
-    from check_cases import finish, record
+    from check_cases import finish, real_image as real, record
     from phantom_check import abdomen, judge, quality, within_goal
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sigma", type=float, nargs="+", default=[10, 100, 150], help="the noise's standard deviation, HU")
@@ -35,11 +35,6 @@ def main():
     if args.sweeps:
         for c in json.loads(pathlib.Path(args.sweeps).read_text()):
             recorded[(c["object"], c["texture"], c["sigma"], c["setting"])] = c
-
-    def real(path):
-        image, _ = ctd.read(path)
-        image = np.asarray(image, dtype=np.float64)
-        return image[image.shape[0] // 2] if image.ndim == 3 else image
 
     objects = {"abdomen 384": lambda: abdomen((384, 384), 1),
                "Catphan slice": lambda: real(data / "dicom_catphan_philips_brilliance64" / "dicom_file01.dcm"),

@@ -503,13 +503,19 @@ void measure_level(Sample& s, const NoiseModel& noise) {
   // up to 2.5 dB (h 2-4.4 x the best). Its level is the model's, whose fit holds that finer part
   // apart.
   const bool readable = gain >= kLeastTileReadingGain;
-  const bool varies = readable && spread(median_of_nearest(centres, flat_levels)) >= kLeastLevelSpread;
-  std::vector<double> chosen(tiles.size(), readable ? detail::median(flat_levels) : noise.sigma);
-  if (varies) {
+  // Levels that follow the values are looked for wherever the flat parts' own levels vary, before
+  // the smoothing over neighbours: a volume's sample of 12 blocks (24 tiles), half in a phantom's
+  // air and half in its body, took each tile's nearest 9 for one level, the body's, and NLM was
+  // 12 dB under-smoothed (h 0.27 x the best).
+  if (readable && spread(flat_levels) >= kLeastLevelSpread) {
     if (const std::optional<IntensityLevels> fit = fit_intensity_levels(s.tiles, gain)) {
       use_intensity_levels(s, *fit, noise, gain);
       return;
     }
+  }
+  const bool varies = readable && spread(median_of_nearest(centres, flat_levels)) >= kLeastLevelSpread;
+  std::vector<double> chosen(tiles.size(), readable ? detail::median(flat_levels) : noise.sigma);
+  if (varies) {
     chosen = median_of_nearest(centres, levels);
     use_tile_textures(s, noise, flat_tiles, levels, centres, padding, chosen);
     s.noise_over_image = s.tile_models.empty() ? "tile levels" : "tile levels and textures";
