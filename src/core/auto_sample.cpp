@@ -35,20 +35,6 @@ constexpr std::int64_t kLeastSampleBlocks = 64;  // blocks in the sample of a la
 // image). A tile that anatomy inflates, alone among quieter ones, takes theirs; a region whose
 // noise is stronger keeps its level.
 constexpr std::size_t kLevelNeighbours = 9;
-// The indices of the kLevelNeighbours points of `at` nearest `where` (ties: the lower index).
-std::vector<std::size_t> nearest(const std::array<double, 3>& where, const std::vector<std::array<double, 3>>& at) {
-  const std::size_t n = at.size();
-  std::vector<std::pair<double, std::size_t>> by_distance(n);
-  for (std::size_t j = 0; j < n; ++j) {
-    const double dx = at[j][0] - where[0], dy = at[j][1] - where[1], dz = at[j][2] - where[2];
-    by_distance[j] = {dx * dx + dy * dy + dz * dz, j};
-  }
-  const std::size_t k = std::min(n, kLevelNeighbours);
-  std::partial_sort(by_distance.begin(), by_distance.begin() + std::ptrdiff_t(k), by_distance.end());
-  std::vector<std::size_t> out(k);
-  for (std::size_t j = 0; j < k; ++j) out[j] = by_distance[j].second;
-  return out;
-}
 double median_at(const std::vector<std::size_t>& indices, const std::vector<double>& levels) {
   std::vector<double> near(indices.size());
   for (std::size_t j = 0; j < indices.size(); ++j) near[j] = levels[indices[j]];
@@ -56,7 +42,7 @@ double median_at(const std::vector<std::size_t>& indices, const std::vector<doub
 }
 std::vector<double> median_of_nearest(const std::vector<std::array<double, 3>>& at, const std::vector<double>& levels) {
   std::vector<double> out(levels.size());
-  for (std::size_t i = 0; i < levels.size(); ++i) out[i] = median_at(nearest(at[i], at), levels);
+  for (std::size_t i = 0; i < levels.size(); ++i) out[i] = median_at(nearest_tiles(at[i], at), levels);
   return out;
 }
 
@@ -76,13 +62,27 @@ void fill_censored(const std::vector<std::array<double, 3>>& at, const std::vect
   if (kept_at.empty() || kept_at.size() == censored.size()) return;
   for (std::size_t t = 0; t < censored.size(); ++t) {
     if (!censored[t]) continue;
-    const std::vector<std::size_t> near = nearest(at[t], kept_at);
+    const std::vector<std::size_t> near = nearest_tiles(at[t], kept_at);
     levels[t] = median_at(near, kept_levels);
     flat_levels[t] = median_at(near, kept_flat);
   }
 }
 
 }  // namespace
+
+std::vector<std::size_t> nearest_tiles(const std::array<double, 3>& where, const std::vector<std::array<double, 3>>& at) {
+  const std::size_t n = at.size();
+  std::vector<std::pair<double, std::size_t>> by_distance(n);
+  for (std::size_t j = 0; j < n; ++j) {
+    const double dx = at[j][0] - where[0], dy = at[j][1] - where[1], dz = at[j][2] - where[2];
+    by_distance[j] = {dx * dx + dy * dy + dz * dz, j};
+  }
+  const std::size_t k = std::min(n, kLevelNeighbours);
+  std::partial_sort(by_distance.begin(), by_distance.begin() + std::ptrdiff_t(k), by_distance.end());
+  std::vector<std::size_t> out(k);
+  for (std::size_t j = 0; j < k; ++j) out[j] = by_distance[j].second;
+  return out;
+}
 
 double pseudo_residual_gain(const NoiseModel& m, bool across_slices) {
   struct Face {

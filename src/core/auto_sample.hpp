@@ -86,6 +86,10 @@ constexpr std::int64_t kMapBlockSlices = 10;
 // left at its defaults until measure_level.
 Sample make_sample(const ImageReads& reads, const SampleLayout& layout, const NoiseModel& noise);
 
+// The indices of the 9 points of `at` nearest `where` (ties: the lower index; `where` itself
+// among them where it is one of `at`): a tile's neighbourhood, whose median levels smooth.
+std::vector<std::size_t> nearest_tiles(const std::array<double, 3>& where, const std::vector<std::array<double, 3>>& at);
+
 // var(pseudo-residual) / sigma^2 under the model's correlation: what estimate_noise reads of the
 // noise, over the faces in-plane and, where the model has lags across slices and `across_slices`,
 // across them too.

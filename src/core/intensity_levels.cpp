@@ -70,16 +70,10 @@ std::optional<IntensityLevels> fit_intensity_levels(const std::vector<Sample::Ti
     if (!(predicted > 0)) return std::nullopt;
     total += (log_level[i] - mean_log) * (log_level[i] - mean_log);
     by_value += (log_level[i] - 0.5 * std::log(predicted)) * (log_level[i] - 0.5 * std::log(predicted));
-    std::vector<std::pair<double, std::size_t>> others;
-    for (std::size_t j = 0; j < n; ++j) {
-      if (j == i) continue;
-      const double dx = at[j][0] - at[i][0], dy = at[j][1] - at[i][1], dz = at[j][2] - at[i][2];
-      others.emplace_back(dx * dx + dy * dy + dz * dz, j);
+    std::vector<double> near;  // the 8 nearest others
+    for (const std::size_t j : nearest_tiles(at[i], at)) {
+      if (j != i && near.size() < 8) near.push_back(log_level[j]);
     }
-    const std::size_t k = std::min<std::size_t>(8, others.size());
-    std::partial_sort(others.begin(), others.begin() + std::ptrdiff_t(k), others.end());
-    std::vector<double> near(k);
-    for (std::size_t j = 0; j < k; ++j) near[j] = log_level[others[j].second];
     const double place = detail::median(near);
     by_place += (log_level[i] - place) * (log_level[i] - place);
   }
