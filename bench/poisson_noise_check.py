@@ -3,7 +3,8 @@
 product): each voxel's value u (HU) read as counts in proportion to u + 1024, drawn from a Poisson
 law and read back, so that the noise's variance grows with the value (water at SIGMA, the air at
 -1000 HU a fortieth of water's variance, bone about twice it), over the whole image but what lies
-below -1024 HU (a scan's outside of its field of view, CT1's -3024), as validate_params adds noise. On digital phantoms (noise-free references) and real slices and
+below -1024 HU (a scan's outside of its field of view, CT1's -3024), as validate_params adds noise. On digital
+phantoms (noise-free references; one whose air is a thin ring inside the padding) and real slices and
 the Siemens series (their own noise kept by the reference), NLM search 5 patch 1 (3D: search 3)
 and the bilateral filter at sigma_s 1 voxel on the CPU, each automatic value judged against the
 best of a sweep as scripts/phantom_check.py judges it (0.5 dB and 0.005 SSIM).
@@ -17,6 +18,21 @@ import numpy as np
 root = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(root / "build" / "python"))
 sys.path.insert(0, str(root / "scripts"))
+
+
+def ring_phantom(shape):
+    """The tests' CT-like phantom (tests/common/ct_phantom.hpp), (z, y, x): air, soft tissue with a
+    gentle ramp, a bone disc (700 HU), a small disc of 120 HU, padding (-3024) outside a circular field of view
+    that leaves the air a ring 12-22 voxels wide at 160 x 160."""
+    import numpy as np
+    nz, ny, nx = shape
+    y, x = np.meshgrid(np.arange(ny), np.arange(nx), indexing="ij")
+    fx, fy = (x - nx / 2) / (nx / 2), (y - ny / 2) / (ny / 2)
+    v = np.where(fx * fx / 0.7 + fy * fy / 0.5 < 1, 40 + 20 * fx, -1000.0)
+    v[(fx - 0.25) ** 2 + fy ** 2 < 0.04] = 700
+    v[(fx + 0.3) ** 2 + (fy - 0.2) ** 2 < 0.01] = 120
+    v[fx * fx + fy * fy > 0.97] = -3024
+    return np.repeat(v[None], nz, axis=0)
 
 
 def main():
@@ -34,6 +50,7 @@ def main():
     objects = {"Shepp-Logan 256": lambda: shepp_logan(256), "Shepp-Logan 512": lambda: shepp_logan(512),
                "abdomen 256": lambda: abdomen((256, 256), 5), "abdomen 512": lambda: abdomen((512, 512), 5),
                "abdomen 160 x 160 x 24": lambda: abdomen((24, 160, 160), 5),
+               "ring of air 160 x 160 x 24": lambda: ring_phantom((24, 160, 160)),
                "Catphan slice": lambda: real(data / "dicom_catphan_philips_brilliance64" / "dicom_file01.dcm"),
                "CT1 slice": lambda: real(data / "dicom_wg04_ct1_ge" / "CT1_UNC.dcm"),
                "Siemens series": lambda: real(data / "dicom_series_siemens_biograph_mct_20slices" / "original_jpeg2000_lossless", True)}

@@ -22,6 +22,10 @@ using i64 = std::int64_t;
 
 constexpr double kMaxTileLevel = 6;        // a tile's level: at most this x the model's sigma
 constexpr double kLeastLevelSpread = 1.5;  // tile levels smoothed over neighbours are used where they vary this much
+// A flat part under a quarter of its tile (a thin ring of air between a body and the padding, in
+// a 3D tile whose end slices give no residuals) is read from this many residuals, for the levels
+// that follow the values alone (Sample::Tile::thin_flat_residual_sigma).
+constexpr std::int64_t kLeastThinFlatResiduals = 256;
 // The least share of the model's noise variance that a tile's pseudo-residuals must see for their
 // sigma to be its level (below: the model's level for all, measure_level; and, in-plane, blocks
 // with margins, too_smooth_for_plain_blocks). White noise blurred by 1.2 voxels gives 0.04-0.06 with a scan's own
@@ -471,7 +475,9 @@ void measure_level(Sample& s, const NoiseModel& noise) {
     }
     censored[std::size_t(t)] = clipped > kMostClippedShare * double(usable);
     keep_flat_part(tile, padding);
-    const double flat_sigma = residual_sigma(tile.view());
+    const auto flat_estimate = residual_estimate(tile.view(), padding);
+    const double flat_sigma = flat_estimate && flat_estimate->samples * 4 >= tile.size() ? flat_estimate->sigma : 0.0;
+    const double thin_sigma = flat_estimate && flat_estimate->samples >= kLeastThinFlatResiduals ? flat_estimate->sigma : flat_sigma;
     flat_levels[std::size_t(t)] = level_of(flat_sigma);
     std::array<double, 3> c = s.origin_of(k.x0, k.y0, k.z0);
     c[0] += double(k.size.nx) / 2, c[1] += double(k.size.ny) / 2, c[2] += double(k.size.nz) / 2;
@@ -480,12 +486,12 @@ void measure_level(Sample& s, const NoiseModel& noise) {
     for (i64 i = 0; i < tile.size(); ++i)
       if (std::isfinite(tile.data()[i])) values.push_back(tile.data()[i]);
     const double flat_median = values.empty() ? std::numeric_limits<double>::quiet_NaN() : detail::median(values);
-    s.tiles[std::size_t(t)] = {k.x0, k.y0, k.z0, k.size, c, flat_sigma, flat_median, flat_level_scatter(tile, padding)};
+    s.tiles[std::size_t(t)] = {k.x0, k.y0, k.z0, k.size, c, flat_sigma, thin_sigma, flat_median, flat_level_scatter(tile, padding)};
   });
   if (levels.empty()) return;
   fill_censored(centres, censored, levels, flat_levels);
   for (std::size_t t = 0; t < tiles.size(); ++t)
-    if (censored[t]) s.tiles[t].flat_residual_sigma = 0;  // not read by the scan-like map and probe
+    if (censored[t]) s.tiles[t].flat_residual_sigma = s.tiles[t].thin_flat_residual_sigma = 0;  // not read by the scan-like map and probe
   // The whole tiles' smoothed levels where the flat parts' smoothed levels vary by kLeastLevelSpread
   // or more; else (a crop, or noise about as strong everywhere) the median of the flat parts, one
   // level for all. Only the flat parts, free of anatomy, say whether the level varies: until
@@ -506,8 +512,14 @@ void measure_level(Sample& s, const NoiseModel& noise) {
   // Levels that follow the values are looked for wherever the flat parts' own levels vary, before
   // the smoothing over neighbours: a volume's sample of 12 blocks (24 tiles), half in a phantom's
   // air and half in its body, took each tile's nearest 9 for one level, the body's, and NLM was
-  // 12 dB under-smoothed (h 0.27 x the best).
-  if (readable && spread(flat_levels) >= kLeastLevelSpread) {
+  // 12 dB under-smoothed (h 0.27 x the best). Their levels as read, thin parts too, not kept at
+  // or above the model's sigma: the model's flattest blocks may lie in the quiet values (a chest's
+  // lungs) or in the noisy ones (a body beside a thin ring of air, 6.5 dB under-smoothed while
+  // only levels above the model's could vary).
+  std::vector<double> thin_levels;
+  for (const Sample::Tile& t : s.tiles)
+    if (t.thin_flat_residual_sigma > 0) thin_levels.push_back(t.thin_flat_residual_sigma);
+  if (readable && !thin_levels.empty() && spread(thin_levels) >= kLeastLevelSpread) {
     if (const std::optional<IntensityLevels> fit = fit_intensity_levels(s.tiles, gain)) {
       use_intensity_levels(s, *fit, noise, gain);
       return;

@@ -46,13 +46,14 @@ struct Sample {
   std::int64_t halo = 0;  // each block's margin in-plane that the risk does not count (SampleLayout::halo)
   std::int64_t tile_xy = 32;  // in-plane size of the tiles whose noise level measure_level reads
   // Those tiles: each one's first voxel and size in the sample, its centre in the image, and the
-  // pseudo-residual sigma of its flat part (0 where too few of its voxels were usable), the
-  // median of its values there and that sigma's chance scatter in log (flat_level_scatter).
+  // pseudo-residual sigma of its flat part (0 where too few of its voxels were usable), the same
+  // read from a thinner flat part too (for the levels that follow the values: intensity_levels.hpp),
+  // the median of its values there and that sigma's chance scatter in log (flat_level_scatter).
   struct Tile {
     std::int64_t x0, y0, z0;
     Dims size;
     std::array<double, 3> centre;
-    double flat_residual_sigma, flat_median, flat_level_scatter;
+    double flat_residual_sigma, thin_flat_residual_sigma, flat_median, flat_level_scatter;
   };
   std::vector<Tile> tiles;
   // The block (index into places) that holds the sample's voxel (x, y, any z).

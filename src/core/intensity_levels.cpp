@@ -46,9 +46,9 @@ std::optional<IntensityLevels> fit_intensity_levels(const std::vector<Sample::Ti
   std::vector<double> u, v;
   std::vector<std::array<double, 3>> at;
   for (const Sample::Tile& t : tiles) {
-    if (t.flat_residual_sigma > 0 && std::isfinite(t.flat_median)) {
+    if (t.thin_flat_residual_sigma > 0 && std::isfinite(t.flat_median)) {
       u.push_back(t.flat_median);
-      v.push_back(t.flat_residual_sigma * t.flat_residual_sigma / gain);
+      v.push_back(t.thin_flat_residual_sigma * t.thin_flat_residual_sigma / gain);
       at.push_back(t.centre);
     }
   }
@@ -94,9 +94,9 @@ std::optional<IntensityLevels> fit_intensity_levels(const std::vector<Sample::Ti
 void use_intensity_levels(Sample& s, const IntensityLevels& fit, const NoiseModel& noise, double gain) {
   double lowest = std::numeric_limits<double>::infinity(), highest = 0;
   for (const Sample::Tile& t : s.tiles) {
-    if (!(t.flat_residual_sigma > 0)) continue;
-    lowest = std::min(lowest, t.flat_residual_sigma / std::sqrt(gain));
-    highest = std::max(highest, t.flat_residual_sigma / std::sqrt(gain));
+    if (!(t.thin_flat_residual_sigma > 0)) continue;
+    lowest = std::min(lowest, t.thin_flat_residual_sigma / std::sqrt(gain));
+    highest = std::max(highest, t.thin_flat_residual_sigma / std::sqrt(gain));
   }
   const Dims d = s.image.dims();
   cpu::for_each_piece(d.nz * d.ny, 1, 0, [&](i64 row, i64, i64) {

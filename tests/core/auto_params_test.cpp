@@ -761,6 +761,31 @@ TEST(AutoParams, TheLevelFollowsTheValuesWhereTheNoiseDoes) {
   EXPECT_GT(ctd::psnr(clean.view(), run_bf(r.value).view(), 2000), best_psnr(clean, r.value, run_bf) - 0.3);
 }
 
+TEST(AutoParams, TheLevelFollowsTheValuesInAVolumeWhoseAirIsAThinRing) {
+  // The same noise on a volume whose air is a ring 12-22 voxels wide between the body and the
+  // padding: the sample's air tiles are mostly padding and body, their flat parts too thin (under
+  // a quarter of a 4-slice tile) for a tile level, and until 2026-11-29 the fit saw body tiles
+  // alone, one level stood, the body's noise was put on the quiet air, and NLM was 6 dB
+  // under-smoothed (h 0.5 x the best).
+  const ctd::Dims d{160, 160, 24};
+  const ctd::Volume clean = ct_phantom(d);
+  ctd::Volume noisy = clean;
+  std::mt19937 rng(71);
+  const double k = 30.0 * 30.0 / 1024;
+  for (i64 i = 0; i < noisy.size(); ++i) {
+    if (clean.data()[i] < -1024) continue;
+    const double counts = double(std::poisson_distribution<long long>((clean.data()[i] + 1024) / k)(rng));
+    noisy.data()[i] = float(k * counts - 1024);
+  }
+  ctd::NlmParams p;
+  p.search_radius = 3;
+  p.patch_radius = 1;
+  const ctd::AutoChoice h = ctd::auto_nlm_h(noisy.view(), p);
+  EXPECT_EQ(h.noise_over_image, "intensity levels");
+  const auto run_nlm = nlm_at(noisy, p);
+  EXPECT_GT(ctd::psnr(clean.view(), run_nlm(h.value).view(), 2000), best_psnr(clean, h.value, run_nlm) - 0.5);
+}
+
 TEST(AutoParams, TheProbeFollowsNoiseWhoseTextureTurnsOverTheImage) {
   // As in a whole slice with FBP noise: strong noise correlated along x over most of the image
   // (the body's streaks) and weak noise correlated along y around it. The model reads the quiet
