@@ -39,6 +39,20 @@ ctd::Volume add_noise(const ctd::Volume& clean, double sigma, bool correlated, s
   return out;
 }
 
+// Poisson counts read in the image's units, as image-domain low-dose simulations make noise:
+// variance k (u + 1024) at the value u, water's sigma `sigma_at_water`; padding (below -1024) kept.
+ctd::Volume poisson_in_image(const ctd::Volume& clean, double sigma_at_water, unsigned seed) {
+  ctd::Volume noisy = clean;
+  std::mt19937 rng(seed);
+  const double k = sigma_at_water * sigma_at_water / 1024;
+  for (i64 i = 0; i < noisy.size(); ++i) {
+    if (clean.data()[i] < -1024) continue;
+    const double counts = double(std::poisson_distribution<long long>((clean.data()[i] + 1024) / k)(rng));
+    noisy.data()[i] = float(k * counts - 1024);
+  }
+  return noisy;
+}
+
 // NLM of `noisy` with `params` at the strength it is called with (for sweeps).
 auto nlm_at(const ctd::Volume& noisy, const ctd::NlmParams& params) {
   return [&noisy, params](double value) {
@@ -717,24 +731,18 @@ TEST(AutoParams, TheRiskFollowsNoiseThatVariesOverTheImage) {
 }
 
 TEST(AutoParams, TheLevelFollowsTheValuesWhereTheNoiseDoes) {
-  // Poisson counts read in the image's units (variance k (u + 1024): water's sigma 30, the
-  // phantom's air at -1000 HU a fortieth of its variance, its bone disc twice), as image-domain
-  // low-dose simulations make noise. The tiles' levels follow their values: each voxel's level is
+  // Poisson counts read in the image's units (poisson_in_image: water's sigma 30, the phantom's
+  // air at -1000 HU a fortieth of its variance, its bone disc twice). The tiles' levels follow their values: each voxel's level is
   // read from them, and NLM and the bilateral filter land near their best strength. With a level
   // per tile, kept under 6 x the model's sigma (the air's 4.7), NLM was 3 dB under-smoothed (h
   // 0.4 x the best) on the phantoms of docs/parameters.md.
   const ctd::Dims d{320, 288, 1};
   const ctd::Volume clean = ct_phantom(d);
-  ctd::Volume noisy = clean;
-  std::mt19937 rng(67);
-  const double k = 30.0 * 30.0 / 1024;
+  const ctd::Volume noisy = poisson_in_image(clean, 30, 67);
   double sum2 = 0;
   i64 count = 0;
   for (i64 i = 0; i < noisy.size(); ++i) {
     if (clean.data()[i] < -1024) continue;
-    const double mean = (clean.data()[i] + 1024) / k;
-    const double counts = double(std::poisson_distribution<long long>(mean)(rng));
-    noisy.data()[i] = float(k * counts - 1024);
     sum2 += (noisy.data()[i] - clean.data()[i]) * (noisy.data()[i] - clean.data()[i]);
     ++count;
   }
@@ -769,14 +777,7 @@ TEST(AutoParams, TheLevelFollowsTheValuesInAVolumeWhoseAirIsAThinRing) {
   // under-smoothed (h 0.5 x the best).
   const ctd::Dims d{160, 160, 24};
   const ctd::Volume clean = ct_phantom(d);
-  ctd::Volume noisy = clean;
-  std::mt19937 rng(71);
-  const double k = 30.0 * 30.0 / 1024;
-  for (i64 i = 0; i < noisy.size(); ++i) {
-    if (clean.data()[i] < -1024) continue;
-    const double counts = double(std::poisson_distribution<long long>((clean.data()[i] + 1024) / k)(rng));
-    noisy.data()[i] = float(k * counts - 1024);
-  }
+  const ctd::Volume noisy = poisson_in_image(clean, 30, 71);
   ctd::NlmParams p;
   p.search_radius = 3;
   p.patch_radius = 1;
