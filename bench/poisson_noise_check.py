@@ -9,7 +9,7 @@ the Siemens series (their own noise kept by the reference), NLM search 5 patch 1
 and the bilateral filter at sigma_s 1 voxel on the CPU, each automatic value judged against the
 best of a sweep as scripts/phantom_check.py judges it (0.5 dB and 0.005 SSIM).
 
-    scripts/setup.sh && python3 bench/poisson_noise_check.py [--sigma 30 60] [--json FILE]
+    scripts/setup.sh && python3 bench/poisson_noise_check.py [--sigma 30 60] [--dose-per-slice] [--json FILE]
 """
 import argparse, pathlib, sys
 
@@ -43,6 +43,9 @@ def main():
     parser.add_argument("--sigma", type=float, nargs="+", default=[30, 60], help="the noise's standard deviation at water (0 HU)")
     parser.add_argument("--data", default=str(root.parent / "shared" / "data"), help="../shared/data")
     parser.add_argument("--only", nargs="+", default=[""], help="the objects whose name holds one of these only")
+    parser.add_argument("--dose-per-slice", action="store_true",
+                        help="volumes only: the dose changes from slice to slice, 2 x to 0.5 x the mean (an exponential "
+                             "ramp over the slices, as tube current modulation along z gives)")
     parser.add_argument("--json", help="write every case here")
     args = parser.parse_args()
     data = pathlib.Path(args.data)
@@ -59,11 +62,15 @@ def main():
         if not any(o in name for o in args.only):
             continue
         clean = make()
+        if args.dose_per_slice and clean.ndim != 3:
+            continue
         settings = [s for s in (SETTINGS_3D if clean.ndim == 3 else SETTINGS_2D)
                     if s[0] in ("NLM search 5 patch 1", "NLM search 3 patch 1", "bilateral sigma_s 1 vox")]
         for sigma in args.sigma:
             rng = np.random.default_rng(17 + int(sigma))
             scale = sigma * sigma / 1024  # HU per count: var = scale (u + 1024), sigma^2 at 0 HU
+            if args.dose_per_slice:  # counts in proportion to each slice's dose
+                scale = scale / np.exp(np.linspace(np.log(2), np.log(0.5), clean.shape[0]))[:, None, None]
             counts = np.maximum(clean + 1024, 0) / scale
             noisy = rng.poisson(counts) * scale - 1024
             noisy = np.where(clean >= -1024, noisy, clean).astype(np.float32)
@@ -71,7 +78,8 @@ def main():
             for setting, kind, kw in settings:
                 f = ctd.nlm if kind == "nlm" else ctd.bilateral
                 auto, auto_q, best, within = judge(f, noisy, clean, kw, "cpu", noisy_q)
-                label = f"{name} | Poisson, sigma {sigma:g} at water | {setting}"
+                dose = ", dose per slice 2 x to 0.5 x" if args.dose_per_slice else ""
+                label = f"{name} | Poisson, sigma {sigma:g} at water{dose} | {setting}"
                 record(cases, label, auto, auto_q, best, within, object=name, sigma=sigma, setting=setting, noisy=noisy_q)
     finish(cases, args.json)
 
