@@ -335,13 +335,16 @@ std::optional<NoiseEstimate> residual_estimate(ConstVolumeView<float> tile, cons
   }
 }
 
+// Whether an estimate read on `voxels` voxels is a tile's level: from a quarter of them at least.
+bool reads_a_tile(const std::optional<NoiseEstimate>& e, i64 voxels) { return e && e->samples * 4 >= voxels; }
+
 }  // namespace
 
 bool too_smooth_for_plain_blocks(const NoiseModel& noise) { return pseudo_residual_gain(noise, false) < kLeastTileReadingGain; }
 
 double tile_residual_sigma(ConstVolumeView<float> tile, const std::vector<float>& padding) {
   const auto e = residual_estimate(tile, padding);
-  return e && e->samples * 4 >= tile.dims.count() ? e->sigma : 0.0;
+  return reads_a_tile(e, tile.dims.count()) ? e->sigma : 0.0;
 }
 
 double flat_level_scatter(const Volume& flat, const std::vector<float>& padding) {
@@ -476,7 +479,7 @@ void measure_level(Sample& s, const NoiseModel& noise) {
     censored[std::size_t(t)] = clipped > kMostClippedShare * double(usable);
     keep_flat_part(tile, padding);
     const auto flat_estimate = residual_estimate(tile.view(), padding);
-    const double flat_sigma = flat_estimate && flat_estimate->samples * 4 >= tile.size() ? flat_estimate->sigma : 0.0;
+    const double flat_sigma = reads_a_tile(flat_estimate, tile.size()) ? flat_estimate->sigma : 0.0;
     const double thin_sigma = flat_estimate && flat_estimate->samples >= kLeastThinFlatResiduals ? flat_estimate->sigma : flat_sigma;
     flat_levels[std::size_t(t)] = level_of(flat_sigma);
     std::array<double, 3> c = s.origin_of(k.x0, k.y0, k.z0);

@@ -732,8 +732,9 @@ TEST(AutoParams, TheRiskFollowsNoiseThatVariesOverTheImage) {
 
 TEST(AutoParams, TheLevelFollowsTheValuesWhereTheNoiseDoes) {
   // Poisson counts read in the image's units (poisson_in_image: water's sigma 30, the phantom's
-  // air at -1000 HU a fortieth of its variance, its bone disc twice). The tiles' levels follow their values: each voxel's level is
-  // read from them, and NLM and the bilateral filter land near their best strength. With a level
+  // air at -1000 HU a fortieth of its variance, its bone disc twice). The tiles' levels follow
+  // their values: each voxel's level is read from them, and NLM and the bilateral filter land
+  // near their best strength. With a level
   // per tile, kept under 6 x the model's sigma (the air's 4.7), NLM was 3 dB under-smoothed (h
   // 0.4 x the best) on the phantoms of docs/parameters.md.
   const ctd::Dims d{320, 288, 1};
