@@ -489,7 +489,8 @@ void measure_level(Sample& s, const NoiseModel& noise) {
     for (i64 i = 0; i < tile.size(); ++i)
       if (std::isfinite(tile.data()[i])) values.push_back(tile.data()[i]);
     const double flat_median = values.empty() ? std::numeric_limits<double>::quiet_NaN() : detail::median(values);
-    s.tiles[std::size_t(t)] = {k.x0, k.y0, k.z0, k.size, c, flat_sigma, thin_sigma, flat_median, flat_level_scatter(tile, padding)};
+    s.tiles[std::size_t(t)] = {k.x0, k.y0, k.z0, k.size, c, flat_sigma, thin_sigma, flat_median, flat_level_scatter(tile, padding),
+                               thin_sigma > 0 ? flat_estimate->samples : 0};
   });
   if (levels.empty()) return;
   fill_censored(centres, censored, levels, flat_levels);

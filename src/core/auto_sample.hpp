@@ -48,12 +48,14 @@ struct Sample {
   // Those tiles: each one's first voxel and size in the sample, its centre in the image, and the
   // pseudo-residual sigma of its flat part (0 where too few of its voxels were usable), the same
   // read from a thinner flat part too (for the levels that follow the values: intensity_levels.hpp),
-  // the median of its values there and that sigma's chance scatter in log (flat_level_scatter).
+  // the median of its values there and that sigma's chance scatter in log (flat_level_scatter), and
+  // the number of residuals the thin reading rests on.
   struct Tile {
     std::int64_t x0, y0, z0;
     Dims size;
     std::array<double, 3> centre;
     double flat_residual_sigma, thin_flat_residual_sigma, flat_median, flat_level_scatter;
+    std::int64_t thin_flat_residuals = 0;
   };
   std::vector<Tile> tiles;
   // The block (index into places) that holds the sample's voxel (x, y, any z).

@@ -10,9 +10,14 @@
 
 namespace ctd::detail {
 
+// var = (a + b u) d(z): d a dose per slice of the image (as tube current modulation along z gives;
+// 1 where the slices share one dose), log d = c1 t + c2 t^2 at t = (z - z_mid) / z_half, clamped to
+// [-1, 1] (the tiles' slices).
 struct IntensityLevels {
-  double a, b;  // var = a + b u
-  double level(double u) const;
+  double a = 0, b = 0;
+  double c1 = 0, c2 = 0, z_mid = 0, z_half = 1;
+  double dose(double z) const;  // d(z), relative
+  double level(double u, double z) const;
 };
 
 // The fit of the tiles' flat parts' levels (their pseudo-residual sigma over sqrt(gain), squared)
