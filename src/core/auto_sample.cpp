@@ -356,11 +356,13 @@ double flat_level_scatter(const Volume& flat, const std::vector<float>& padding)
   };
   const Dims n = flat.dims();
   const std::vector<i64> xs = even_cuts(n.nx, kFlatArea), ys = even_cuts(n.ny, kFlatArea);
+  // The checkerboard is the same in every slice: a 3D pseudo-residual needs both slice neighbours
+  // in its half (alternating with the slice, no voxel had them and a volume's tiles read NaN).
   std::array<Volume, 2> halves{flat, flat};
   for (i64 z = 0; z < n.nz; ++z)
     for (std::size_t j = 0; j + 1 < ys.size(); ++j)
       for (std::size_t i = 0; i + 1 < xs.size(); ++i) {
-        Volume& other = halves[(i + j + std::size_t(z)) % 2 == 0 ? 1 : 0];
+        Volume& other = halves[(i + j) % 2 == 0 ? 1 : 0];
         for (i64 y = ys[j]; y < ys[j + 1]; ++y)
           for (i64 x = xs[i]; x < xs[i + 1]; ++x) other.view()(x, y, z) = std::numeric_limits<float>::quiet_NaN();
       }
