@@ -9,7 +9,7 @@ the Siemens series (their own noise kept by the reference), NLM search 5 patch 1
 and the bilateral filter at sigma_s 1 voxel on the CPU, each automatic value judged against the
 best of a sweep as scripts/phantom_check.py judges it (0.5 dB and 0.005 SSIM).
 
-    scripts/setup.sh && python3 bench/poisson_noise_check.py [--sigma 30 60] [--dose-per-slice] [--json FILE]
+    scripts/setup.sh && python3 bench/poisson_noise_check.py [--sigma 30 60] [--dose-per-slice [ramp|arch]] [--json FILE]
 """
 import argparse, pathlib, sys
 
@@ -43,9 +43,10 @@ def main():
     parser.add_argument("--sigma", type=float, nargs="+", default=[30, 60], help="the noise's standard deviation at water (0 HU)")
     parser.add_argument("--data", default=str(root.parent / "shared" / "data"), help="../shared/data")
     parser.add_argument("--only", nargs="+", default=[""], help="the objects whose name holds one of these only")
-    parser.add_argument("--dose-per-slice", action="store_true",
-                        help="volumes only: the dose changes from slice to slice, 2 x to 0.5 x the mean (an exponential "
-                             "ramp over the slices, as tube current modulation along z gives)")
+    parser.add_argument("--dose-per-slice", nargs="?", const="ramp", choices=["ramp", "arch"],
+                        help="volumes only: the dose changes from slice to slice, as tube current modulation along z "
+                             "makes it: ramp (the default), 2 x to 0.5 x the mean, exponentially over the slices; "
+                             "arch, 0.5 x at the end slices to 2 x in the middle (log dose a half sine)")
     parser.add_argument("--json", help="write every case here")
     args = parser.parse_args()
     data = pathlib.Path(args.data)
@@ -70,7 +71,9 @@ def main():
             rng = np.random.default_rng(17 + int(sigma))
             scale = sigma * sigma / 1024  # HU per count: var = scale (u + 1024), sigma^2 at 0 HU
             if args.dose_per_slice:  # counts in proportion to each slice's dose
-                scale = scale / np.exp(np.linspace(np.log(2), np.log(0.5), clean.shape[0]))[:, None, None]
+                along = np.linspace(0, 1, clean.shape[0])
+                log_dose = np.log(2) * (1 - 2 * along if args.dose_per_slice == "ramp" else 2 * np.sin(np.pi * along) - 1)
+                scale = scale / np.exp(log_dose)[:, None, None]
             counts = np.maximum(clean + 1024, 0) / scale
             noisy = rng.poisson(counts) * scale - 1024
             noisy = np.where(clean >= -1024, noisy, clean).astype(np.float32)
@@ -78,7 +81,8 @@ def main():
             for setting, kind, kw in settings:
                 f = ctd.nlm if kind == "nlm" else ctd.bilateral
                 auto, auto_q, best, within = judge(f, noisy, clean, kw, "cpu", noisy_q)
-                dose = ", dose per slice 2 x to 0.5 x" if args.dose_per_slice else ""
+                dose = {None: "", "ramp": ", dose per slice 2 x to 0.5 x",
+                        "arch": ", dose per slice 0.5 x to 2 x to 0.5 x"}[args.dose_per_slice]
                 label = f"{name} | Poisson, sigma {sigma:g} at water{dose} | {setting}"
                 record(cases, label, auto, auto_q, best, within, object=name, sigma=sigma, setting=setting, noisy=noisy_q)
     finish(cases, args.json)

@@ -11,11 +11,11 @@
 namespace ctd::detail {
 
 // var = (a + b u) d(z): d a dose per slice of the image (as tube current modulation along z gives;
-// 1 where the slices share one dose), log d = c1 t + c2 t^2 at t = (z - z_mid) / z_half, clamped to
-// [-1, 1] (the tiles' slices).
+// 1 where the slices share one dose), log d = c1 t + c2 t^2 at t = (z - z_mid) / z_half (the
+// tiles' centres at -1 and 1), held beyond |t| = t_reach (the tiles' outer slices).
 struct IntensityLevels {
   double a = 0, b = 0;
-  double c1 = 0, c2 = 0, z_mid = 0, z_half = 1;
+  double c1 = 0, c2 = 0, z_mid = 0, z_half = 1, t_reach = 1;
   double dose(double z) const;  // d(z), relative
   double level(double u, double z) const;
 };

@@ -26,6 +26,7 @@ std::vector<ctd::detail::Sample::Tile> tiles_of(int layers, Dose dose, unsigned 
       const double values[] = {-1000, 40, 600};
       t.flat_median = values[kind(rng)] + 10 * normal(rng);
       t.centre = {16.0 + 32 * (k % 4), 16.0 + 32 * (k / 4), 2.0 + 4 * layer};
+      t.size = {32, 32, 4};
       t.thin_flat_residuals = residuals(rng);
       // A robust sigma read from n residuals scatters about 0.8 / sqrt(n) in log.
       const double variance = (40 + 3.5 * (t.flat_median + 1024)) * dose(t.centre[2]);
@@ -57,8 +58,11 @@ TEST(IntensityLevels, ADosePerSliceIsFitted) {
     ASSERT_TRUE(fit) << "seed " << seed;
     EXPECT_NEAR(level_ratio(*fit, 2, 22), 2.0, 0.15) << "seed " << seed;
     EXPECT_NEAR(fit->level(-1000, 12), std::sqrt(40 + 3.5 * 24), 0.15 * std::sqrt(40 + 3.5 * 24)) << "seed " << seed;
-    // Beyond the tiles' slices the dose is held at the end's.
-    EXPECT_DOUBLE_EQ(fit->level(40, 40), fit->level(40, 22));
+    // The dose is followed to the outer tiles' outer slices (0 and 24), and held beyond them.
+    EXPECT_GT(fit->level(40, 24), fit->level(40, 22));
+    EXPECT_NEAR(level_ratio(*fit, 0, 24), std::pow(4.0, 24.0 / 20 / 2), 0.15) << "seed " << seed;
+    EXPECT_DOUBLE_EQ(fit->level(40, 40), fit->level(40, 24));
+    EXPECT_DOUBLE_EQ(fit->level(40, -9), fit->level(40, 0));
   }
 }
 
