@@ -29,7 +29,9 @@ constexpr double kMostTextureMisfit = 1.25;  // the divided sample's level again
 // A dose per slice is fitted where the tiles' centres span kLeastDoseSlices slices or more, and
 // kept where its F ratio (the misfit it removes per term over the misfit left per degree of
 // freedom) is at least kLeastDoseF: 710-3800 on phantoms whose dose falls from 2 x to 0.5 x over
-// the slices, at most 1.8 on them with one dose and 5.5 on the validation sets' 3D crops.
+// the slices, at most 1.8 on them with one dose and 5.5 on the validation sets' 3D crops; FBP
+// noise in whole volumes, whose level does change with the slice, up to 26 (the values' tests
+// then refuse the fit).
 constexpr double kLeastDoseSlices = 4;
 constexpr double kLeastDoseF = 20;
 
@@ -57,9 +59,9 @@ std::optional<std::array<double, 2>> fit_line(const std::vector<double>& x, cons
 
 // The fit of the tiles' variances' logs y = log v by log(a + b u) + c1 t + c2 t^2 (`terms` = 0:
 // no dose; 1: c1 alone; 2: both), each tile weighted by the residuals its level was read from
-// (the chance variance of its log goes as one over their number): Gauss-Newton from `start`, each step
-// halved until the misfit falls and a + b u stays positive. The fit and its weighted misfit in
-// log sigma (infinite where the start is not positive: then no step is taken).
+// (the chance variance of its log goes as one over their number): Gauss-Newton from `start`,
+// each step halved until the misfit falls and a + b u stays positive. The fit and its weighted
+// misfit in log sigma (infinite where the start is not positive: then no step is taken).
 struct LogFit {
   IntensityLevels fit;
   double misfit;
