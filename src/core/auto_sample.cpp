@@ -125,69 +125,6 @@ struct TileBox {
   Dims size;
 };
 
-// An axis of n voxels cut into n / size pieces (at least one), the remainder spread over them:
-// the pieces' bounds, n / size + 1 of them.
-std::vector<i64> even_cuts(i64 n, i64 size) {
-  const i64 count = std::max<i64>(1, n / size);
-  std::vector<i64> at(std::size_t(count + 1));
-  for (i64 k = 0; k <= count; ++k) at[std::size_t(k)] = k * n / count;
-  return at;
-}
-
-// The tile's flat part: the tile with padding and its busy areas set to NaN, so that what is read
-// in it is noise, not anatomy. Each slice is cut into areas of about 8 x 8 voxels; an area's
-// activity is its mean squared second difference at lag 2 along x and y, and areas over
-// kFlatAreaLimit x the tile's 10th-percentile activity are left out (on FBP noise alone the limit
-// keeps 91-98 % of the areas). measure_level reads in it whether the level varies, the one level
-// and the tiles' textures, but not the tiles' own levels: where the noise varies within a tile,
-// as at a body's edge, the flat part leans to its quiet side and under-read them (whole slices:
-// 264 -> 248 of 300 within the goal).
-constexpr double kFlatAreaLimit = 3;
-constexpr i64 kFlatArea = 8;
-void keep_flat_part(Volume& tile, const std::vector<float>& padding) {
-  const Dims n = tile.dims();
-  for (i64 i = 0; i < n.count(); ++i)
-    if (!padding.empty() && tile.data()[i] == padding[0]) tile.data()[i] = std::numeric_limits<float>::quiet_NaN();
-  const std::vector<i64> xs = even_cuts(n.nx, kFlatArea), ys = even_cuts(n.ny, kFlatArea);
-  const std::size_t ax = xs.size() - 1, ay = ys.size() - 1;
-  if (ax * ay < 4) return;
-  auto view = tile.view();
-  auto area = [&](std::size_t index) {  // the area's (x0, x1, y0, y1, z)
-    const std::size_t i = index % ax, j = (index / ax) % ay;
-    return std::array<i64, 5>{xs[i], xs[i + 1], ys[j], ys[j + 1], i64(index / (ax * ay))};
-  };
-  std::vector<double> activity(ax * ay * std::size_t(n.nz), std::numeric_limits<double>::quiet_NaN());
-  for (std::size_t index = 0; index < activity.size(); ++index) {
-    const auto [x0, x1, y0, y1, z] = area(index);
-    double sum = 0;
-    i64 count = 0;
-    for (i64 y = y0; y < y1; ++y)
-      for (i64 x = x0; x < x1; ++x) {
-        const float c = view(x, y, z);
-        if (x >= 2 && x + 2 < n.nx) {
-          const double d = double(view(x - 2, y, z)) - 2.0 * c + view(x + 2, y, z);
-          if (std::isfinite(d)) sum += d * d, ++count;
-        }
-        if (y >= 2 && y + 2 < n.ny) {
-          const double d = double(view(x, y - 2, z)) - 2.0 * c + view(x, y + 2, z);
-          if (std::isfinite(d)) sum += d * d, ++count;
-        }
-      }
-    if (count >= kFlatArea * kFlatArea / 2) activity[index] = sum / double(count);
-  }
-  std::vector<double> measured;
-  for (double a : activity)
-    if (std::isfinite(a)) measured.push_back(a);
-  if (measured.size() < 4) return;
-  const double limit = kFlatAreaLimit * detail::kth_smallest(measured, measured.size() / 10);
-  for (std::size_t index = 0; index < activity.size(); ++index) {
-    if (!(activity[index] > limit)) continue;
-    const auto [x0, x1, y0, y1, z] = area(index);
-    for (i64 y = y0; y < y1; ++y)
-      for (i64 x = x0; x < x1; ++x) view(x, y, z) = std::numeric_limits<float>::quiet_NaN();
-  }
-}
-
 // A tile's semivariances at kTileLags: half the robust variance of the differences u(p + d) - u(p)
 // within each slice, padding left out (robust: an edge's few large differences do not count).
 // None where fewer than a quarter of the tile's voxels give a difference.
@@ -324,58 +261,7 @@ void use_tile_textures(Sample& s, const NoiseModel& noise, const std::vector<Vol
 
 }  // namespace
 
-namespace {
-
-// A tile's pseudo-residual estimate, padding and NaN left out; nullopt where too few voxels are usable.
-std::optional<NoiseEstimate> residual_estimate(ConstVolumeView<float> tile, const std::vector<float>& padding) {
-  try {
-    return detail::estimate_noise_without(*host_reads(tile), NoiseEstimator::PseudoResidual, padding);
-  } catch (const Error&) {
-    return std::nullopt;
-  }
-}
-
-// Whether an estimate read on `voxels` voxels is a tile's level: from a quarter of them at least.
-bool reads_a_tile(const std::optional<NoiseEstimate>& e, i64 voxels) { return e && e->samples * 4 >= voxels; }
-
-}  // namespace
-
 bool too_smooth_for_plain_blocks(const NoiseModel& noise) { return pseudo_residual_gain(noise, false) < kLeastTileReadingGain; }
-
-double tile_residual_sigma(ConstVolumeView<float> tile, const std::vector<float>& padding) {
-  const auto e = residual_estimate(tile, padding);
-  return reads_a_tile(e, tile.dims.count()) ? e->sigma : 0.0;
-}
-
-double flat_level_scatter(const Volume& flat, const std::vector<float>& padding) {
-  constexpr double nan = std::numeric_limits<double>::quiet_NaN();
-  auto read = [&](const Volume& v) -> std::array<double, 2> {  // (log sigma, residuals read)
-    const auto e = residual_estimate(v.view(), padding);
-    if (e && e->sigma > 0 && e->samples * 8 >= v.size()) return {std::log(e->sigma), double(e->samples)};
-    return {nan, nan};
-  };
-  const Dims n = flat.dims();
-  const std::vector<i64> xs = even_cuts(n.nx, kFlatArea), ys = even_cuts(n.ny, kFlatArea);
-  // The checkerboard is the same in every slice: a 3D pseudo-residual needs both slice neighbours
-  // in its half (alternating with the slice, no voxel had them and a volume's tiles read NaN).
-  std::array<Volume, 2> halves{flat, flat};
-  for (i64 z = 0; z < n.nz; ++z)
-    for (std::size_t j = 0; j + 1 < ys.size(); ++j)
-      for (std::size_t i = 0; i + 1 < xs.size(); ++i) {
-        Volume& other = halves[(i + j) % 2 == 0 ? 1 : 0];
-        for (i64 y = ys[j]; y < ys[j + 1]; ++y)
-          for (i64 x = xs[i]; x < xs[i + 1]; ++x) other.view()(x, y, z) = std::numeric_limits<float>::quiet_NaN();
-      }
-  const auto whole = read(flat), a = read(halves[0]), b = read(halves[1]);
-  if (!std::isfinite(whole[0]) || !std::isfinite(a[0]) || !std::isfinite(b[0])) return nan;
-  // Var(log a - log b) = c / n_a + c / n_b, and the whole's scatter is c / n_whole.
-  return (a[0] - b[0]) * (a[0] - b[0]) / whole[1] / (1 / a[1] + 1 / b[1]);
-}
-
-double flat_residual_sigma(Volume tile, const std::vector<float>& padding) {
-  keep_flat_part(tile, padding);
-  return tile_residual_sigma(tile.view(), padding);
-}
 
 Volume masked_part(const Volume& v, const Sample& s, i64 x0, i64 y0, i64 z0, const Dims& size) {
   Volume part(size);
@@ -386,33 +272,6 @@ Volume masked_part(const Volume& v, const Sample& s, i64 x0, i64 y0, i64 z0, con
         part.view()(x, y, z) = s.mask[std::size_t(i)] ? v.data()[i] : std::numeric_limits<float>::quiet_NaN();
       }
   return part;
-}
-
-FlatReading read_flat_part(Volume tile, const std::vector<float>& padding) {
-  keep_flat_part(tile, padding);  // padding is NaN from here on
-  FlatReading reading;
-  reading.residual_sigma = tile_residual_sigma(tile.view(), padding);
-  constexpr i64 lag = 2;
-  const Dims n = tile.dims();
-  const auto view = tile.view();
-  std::vector<double> differences;
-  differences.reserve(std::size_t(2 * n.count()));
-  for (i64 z = 0; z < n.nz; ++z)
-    for (i64 y = 0; y < n.ny; ++y)
-      for (i64 x = 0; x < n.nx; ++x) {
-        const double c = 2.0 * view(x, y, z);
-        if (x >= lag && x + lag < n.nx) {
-          const double d = double(view(x - lag, y, z)) - c + view(x + lag, y, z);
-          if (std::isfinite(d)) differences.push_back(d);
-        }
-        if (y >= lag && y + lag < n.ny) {
-          const double d = double(view(x, y - lag, z)) - c + view(x, y + lag, z);
-          if (std::isfinite(d)) differences.push_back(d);
-        }
-      }
-  // As tile_residual_sigma: at least a quarter of the tile's voxels' worth.
-  if (differences.size() * 4 >= std::size_t(n.count())) reading.second_difference_sigma = detail::robust_sigma(std::move(differences));
-  return reading;
 }
 
 // The noise level varies over a reconstruction: highest in the middle of the body, lowest in the

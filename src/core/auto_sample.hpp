@@ -3,6 +3,7 @@
 #pragma once
 
 #include "core/image_reads.hpp"
+#include "core/tile_reads.hpp"
 #include "cpu/backend.hpp"
 
 #include <ctdenoise/auto_params.hpp>
@@ -108,26 +109,6 @@ bool too_smooth_for_plain_blocks(const NoiseModel& noise);
 // Sets the sample's level (and, where the noise varies over the image, each tile's level and
 // model) from the tiles' pseudo-residual sigma and semivariances.
 void measure_level(Sample& s, const NoiseModel& noise);
-
-// A tile's pseudo-residual sigma, `padding` left out (0 where under a quarter of its voxels give
-// a residual), and that of its flat part (its busy 8 x 8 areas left out, as measure_level reads
-// it).
-double tile_residual_sigma(ConstVolumeView<float> tile, const std::vector<float>& padding);
-double flat_residual_sigma(Volume tile, const std::vector<float>& padding);
-// An estimate of the variance of log(pseudo-residual sigma) of a tile's flat part (NaN outside it)
-// that chance alone makes: from the squared difference of the logs read on the two halves of its
-// 8 x 8 areas (a checkerboard), scaled by the residuals each was read from. NaN where a half
-// gives too few residuals. Unbiased for the variance, though one tile's is a rough estimate:
-// scan_map sums it over the tiles.
-double flat_level_scatter(const Volume& flat, const std::vector<float>& padding);
-// A tile's flat part read two ways: its pseudo-residual sigma, and the robust sigma of its in-plane
-// second differences two voxels apart, u(p - 2) - 2 u(p) + u(p + 2) along x and y (0 where too few
-// voxels are usable). The second reads the noise's variance nearly whatever its texture; their
-// ratio reads the texture (finer noise: a higher pseudo-residual sigma for the same variance).
-struct FlatReading {
-  double residual_sigma = 0, second_difference_sigma = 0;
-};
-FlatReading read_flat_part(Volume tile, const std::vector<float>& padding);
 
 // A copy of the box of `v` (a volume of the sample's size: the sample or noise over it) whose
 // first voxel is (x0, y0, z0), NaN where the sample's mask is 0.
