@@ -46,6 +46,15 @@ double IntensityLevels::level(double u, double z) const { return std::sqrt(std::
 
 namespace {
 
+// The tiles the fit reads, one entry each: the median value u of its flat part, that part's
+// variance v (the level squared) and its log, the tile's centre (z: its slice in the image) and
+// depth in slices, and its weight w, the residuals its level was read from.
+struct TileReadings {
+  std::vector<double> u, v, log_v, z, depth, w;
+  std::vector<std::array<double, 3>> at;
+  std::size_t size() const { return u.size(); }
+};
+
 // The least-squares line var = a + b x through (x, y), or nullopt where x does not vary or b <= 0.
 std::optional<std::array<double, 2>> fit_line(const std::vector<double>& x, const std::vector<double>& y) {
   const double n = double(x.size());
@@ -57,7 +66,7 @@ std::optional<std::array<double, 2>> fit_line(const std::vector<double>& x, cons
   return std::array<double, 2>{my - sxy / sxx * mx, sxy / sxx};
 }
 
-// The fit of the tiles' variances' logs y = log v by log(a + b u) + c1 t + c2 t^2 (`terms` = 0:
+// The fit of the tiles' variances' logs log v by log(a + b u) + c1 t + c2 t^2 (`terms` = 0:
 // no dose; 1: c1 alone; 2: both), each tile weighted by the residuals its level was read from
 // (the chance variance of its log goes as one over their number): Gauss-Newton from `start`,
 // each step halved until the misfit falls and a + b u stays positive. The fit and its weighted
@@ -66,18 +75,18 @@ struct LogFit {
   IntensityLevels fit;
   double misfit;
 };
-LogFit fit_logs(const std::vector<double>& u, const std::vector<double>& y, const std::vector<double>& t,
-                const std::vector<double>& w, IntensityLevels start, int terms) {
+LogFit fit_logs(const TileReadings& r, const std::vector<double>& t, IntensityLevels start, int terms) {
   constexpr double kU = 1000;  // u in thousands: the normal equations' columns alike in size
-  const std::size_t n = u.size();
+  const std::vector<double>&u = r.u, &y = r.log_v, &w = r.w;
+  const std::size_t n = r.size();
   const int m = 2 + terms;
   auto misfit = [&](const IntensityLevels& f) {
     double sum = 0;
     for (std::size_t i = 0; i < n; ++i) {
       const double base = f.a + f.b * u[i];
       if (!(base > 0)) return std::numeric_limits<double>::infinity();
-      const double r = 0.5 * (y[i] - std::log(base) - f.c1 * t[i] - f.c2 * t[i] * t[i]);
-      sum += w[i] * r * r;
+      const double e = 0.5 * (y[i] - std::log(base) - f.c1 * t[i] - f.c2 * t[i] * t[i]);
+      sum += w[i] * e * e;
     }
     return sum;
   };
@@ -87,11 +96,11 @@ LogFit fit_logs(const std::vector<double>& u, const std::vector<double>& y, cons
     const IntensityLevels& f = best.fit;
     for (std::size_t i = 0; i < n; ++i) {
       const double base = f.a + f.b * u[i];
-      const double r = y[i] - std::log(base) - f.c1 * t[i] - f.c2 * t[i] * t[i];
+      const double e = y[i] - std::log(base) - f.c1 * t[i] - f.c2 * t[i] * t[i];
       const double j[4] = {1 / base, u[i] / kU / base, t[i], t[i] * t[i]};
       for (int row = 0; row < m; ++row) {
         for (int col = 0; col < m; ++col) normal[row][col] += w[i] * j[row] * j[col];
-        normal[row][4] += w[i] * j[row] * r;
+        normal[row][4] += w[i] * j[row] * e;
       }
     }
     for (int row = 0; row < m; ++row) {  // Gauss-Jordan with partial pivoting
@@ -125,9 +134,9 @@ LogFit fit_logs(const std::vector<double>& u, const std::vector<double>& y, cons
 // tile weighted by the residuals it was read from); else `fit` as it is. Both fits, with and
 // without the dose, are made alike (fit_logs): the plain line fitted to the variances, judged on
 // the logs, read a false dose on a one-dose phantom (F 9 for a like-for-like 0.9).
-IntensityLevels with_dose_where_it_shows(const IntensityLevels& fit, const std::vector<double>& u, const std::vector<double>& v,
-                                         const std::vector<double>& z, const std::vector<double>& depth, const std::vector<double>& w) {
-  const std::size_t n = u.size();
+IntensityLevels with_dose_where_it_shows(const IntensityLevels& fit, const TileReadings& r) {
+  const std::vector<double>&u = r.u, &v = r.v, &z = r.z;
+  const std::size_t n = r.size();
   const auto [z_low, z_high] = std::minmax_element(z.begin(), z.end());
   std::vector<double> slices(z);
   std::sort(slices.begin(), slices.end());
@@ -140,11 +149,11 @@ IntensityLevels with_dose_where_it_shows(const IntensityLevels& fit, const std::
   // The outer tiles' outer slices are in the sample too: the dose is followed to them. Held at the
   // outer centres, a steep dose (4 x in variance over 12 slices) was under-read by up to 1.4 x in
   // sigma in the end slices, the noisiest, and NLM was under-smoothed by up to 2.3 dB.
-  for (std::size_t i = 0; i < n; ++i) start.t_reach = std::max(start.t_reach, (std::abs(z[i] - start.z_mid) + depth[i] / 2) / start.z_half);
-  std::vector<double> t(n), log_v(n);
-  for (std::size_t i = 0; i < n; ++i) t[i] = (z[i] - start.z_mid) / start.z_half, log_v[i] = std::log(v[i]);
+  for (std::size_t i = 0; i < n; ++i) start.t_reach = std::max(start.t_reach, (std::abs(z[i] - start.z_mid) + r.depth[i] / 2) / start.z_half);
+  std::vector<double> t(n);
+  for (std::size_t i = 0; i < n; ++i) t[i] = (z[i] - start.z_mid) / start.z_half;
   const int terms = layers >= 3 ? 2 : 1;
-  const LogFit without = fit_logs(u, log_v, t, w, start, 0), with = fit_logs(u, log_v, t, w, without.fit, terms);
+  const LogFit without = fit_logs(r, t, start, 0), with = fit_logs(r, t, without.fit, terms);
   const double f_ratio = (without.misfit - with.misfit) / terms / (with.misfit / (double(n) - 2 - terms));
   return std::isfinite(with.misfit) && f_ratio >= kLeastDoseF ? with.fit : fit;
 }
@@ -167,26 +176,23 @@ IntensityLevels with_dose_where_it_shows(const IntensityLevels& fit, const std::
 // image-domain Poisson noise whose dose falls from 2 x to 0.5 x over a phantom's slices was
 // under-smoothed by up to 8 dB without it.
 std::optional<IntensityLevels> fit_intensity_levels(const std::vector<Sample::Tile>& tiles, double gain) {
-  std::vector<double> u, v, z, depth, w;
-  std::vector<std::array<double, 3>> at;
+  TileReadings r;
   for (const Sample::Tile& t : tiles) {
     if (t.thin_flat_residual_sigma > 0 && std::isfinite(t.flat_median)) {
-      u.push_back(t.flat_median);
-      v.push_back(t.thin_flat_residual_sigma * t.thin_flat_residual_sigma / gain);
-      z.push_back(t.centre[2]);
-      depth.push_back(double(t.size.nz));
-      w.push_back(double(std::max<std::int64_t>(1, t.thin_flat_residuals)));
-      at.push_back(t.centre);
+      r.u.push_back(t.flat_median);
+      r.v.push_back(t.thin_flat_residual_sigma * t.thin_flat_residual_sigma / gain);
+      r.log_v.push_back(std::log(r.v.back()));
+      r.z.push_back(t.centre[2]);
+      r.depth.push_back(double(t.size.nz));
+      r.w.push_back(double(std::max<std::int64_t>(1, t.thin_flat_residuals)));
+      r.at.push_back(t.centre);
     }
   }
-  const std::size_t n = u.size();
+  const std::size_t n = r.size();
   if (n < kLeastIntensityTiles) return std::nullopt;
-  const auto line = fit_line(u, v);
+  const auto line = fit_line(r.u, r.v);
   if (!line) return std::nullopt;
-  IntensityLevels fit{(*line)[0], (*line)[1]};
-  std::vector<double> log_level(n);
-  for (std::size_t i = 0; i < n; ++i) log_level[i] = 0.5 * std::log(v[i]);
-  fit = with_dose_where_it_shows(fit, u, v, z, depth, w);
+  const IntensityLevels fit = with_dose_where_it_shows({(*line)[0], (*line)[1]}, r);
   // The gates judge the values on the levels the dose leaves (the levels themselves where there is
   // none): the held-out check's head (headsq) with Hann FBP noise, whose level falls towards the
   // top of the head, took a dose (F 34-157) that left the values little to explain (R^2 at most
@@ -194,17 +200,17 @@ std::optional<IntensityLevels> fit_intensity_levels(const std::vector<Sample::Ti
   std::vector<double> level_in_slice(n);
   double mean_in_slice = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    level_in_slice[i] = log_level[i] - 0.5 * std::log(fit.dose(z[i]));
+    level_in_slice[i] = 0.5 * (r.log_v[i] - std::log(fit.dose(r.z[i])));
     mean_in_slice += level_in_slice[i] / double(n);
   }
   double total = 0, by_value = 0, by_place = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    const double base = fit.a + fit.b * u[i];
+    const double base = fit.a + fit.b * r.u[i];
     if (!(base > 0)) return std::nullopt;
     total += (level_in_slice[i] - mean_in_slice) * (level_in_slice[i] - mean_in_slice);
     by_value += (level_in_slice[i] - 0.5 * std::log(base)) * (level_in_slice[i] - 0.5 * std::log(base));
     std::vector<double> near;  // the 8 nearest others
-    for (const std::size_t j : nearest_tiles(at[i], at)) {
+    for (const std::size_t j : nearest_tiles(r.at[i], r.at)) {
       if (j != i && near.size() < 8) near.push_back(level_in_slice[j]);
     }
     const double place = detail::median(near);
