@@ -477,16 +477,21 @@ Sample make_sample(const ImageReads& reads, const SampleLayout& layout, const No
     return s;
   }
   const i64 bxy = layout.bxy, bz = layout.bz;
-  const i64 cx = d.nx / bxy, cy = d.ny / bxy, cz = d.nz / bz;
-  // Blocks centred in the image's extent along each axis.
-  const Corner origin{(d.nx - cx * bxy) / 2, (d.ny - cy * bxy) / 2, (d.nz - cz * bz) / 2};
+  const i64 cx = d.nx / bxy, cy = d.ny / bxy;
+  // In-plane, blocks centred in the image (what they leave out is its edge, mostly air or
+  // padding). Along z, layers from the first slice to the last, overlapping where the depth does
+  // not divide: the noise may change from slice to slice, and layers centred in the volume left
+  // its end slices out (a dose lowest at both ends of 24 slices, NLM 0.77 x the best).
+  const i64 x0 = (d.nx - cx * bxy) / 2, y0 = (d.ny - cy * bxy) / 2;
+  const i64 layers = (d.nz + bz - 1) / bz;
   // Every block of the image is looked at: it is a candidate when padding fills at most a tenth
   // of it.
-  const std::vector<i64> bad = reads.unusable_per_block(origin, bxy, bz, cx, cy, cz, excluded);
   std::vector<Corner> candidates;
-  for (i64 block = 0; block < cx * cy * cz; ++block) {
-    if (bad[std::size_t(block)] * 10 <= bxy * bxy * bz) {
-      candidates.push_back({origin.x + (block % cx) * bxy, origin.y + (block / cx) % cy * bxy, origin.z + block / (cx * cy) * bz});
+  for (i64 layer = 0; layer < layers; ++layer) {
+    const i64 z0 = layers == 1 ? (d.nz - bz) / 2 : (layer * (d.nz - bz) + (layers - 1) / 2) / (layers - 1);
+    const std::vector<i64> bad = reads.unusable_per_block({x0, y0, z0}, bxy, bz, cx, cy, 1, excluded);
+    for (i64 block = 0; block < cx * cy; ++block) {
+      if (bad[std::size_t(block)] * 10 <= bxy * bxy * bz) candidates.push_back({x0 + (block % cx) * bxy, y0 + block / cx * bxy, z0});
     }
   }
   if (candidates.empty()) {
@@ -498,10 +503,17 @@ Sample make_sample(const ImageReads& reads, const SampleLayout& layout, const No
   s.image = Volume(sd);
   s.block = bxy;
   s.blocks_per_row = gx;
-  // Evenly spaced through the candidates, which run x, then y, then z over the image.
+  // One block from each of `used` equal runs of the candidates, which go x, then y, then z over
+  // the image, at an offset into its run that moves by the golden ratio from one run to the next.
+  // At one offset for all (each run's first) the blocks fell into a lattice wherever the runs'
+  // length was near a multiple of a row: the 24-slice abdomen phantom's sample held four places
+  // of its 5 x 5, on the diagonal, in every layer, and nearness in place then told the tiles'
+  // noise levels as well as their values did ("intensity levels" refused, NLM 6.5 dB under).
   std::vector<Corner> chosen;
+  const double run = double(candidates.size()) / double(used);
   for (i64 b = 0; b < used; ++b) {
-    const Corner& c = candidates[std::size_t(b * i64(candidates.size()) / used)];
+    const double offset = std::fmod(double(b) * 0.6180339887498949, 1.0);
+    const Corner& c = candidates[std::size_t(std::min(double(candidates.size() - 1), std::floor((double(b) + offset) * run)))];
     chosen.push_back(c);
     s.places.push_back({c.x, c.y, c.z});
   }

@@ -427,6 +427,55 @@ TEST(AutoSample, TheBlocksMarginsDoNotCount) {
   EXPECT_EQ(ctd::detail::sample_layout(image.dims(), 6, 0, false).halo, 0);
 }
 
+TEST(AutoSample, TheLayersReachTheFirstAndTheLastSlice) {
+  // 24 slices in layers 10 deep: centred, the layers left out slices 0-1 and 22-23, and a dose
+  // lowest at both ends was read from the middle slices only (NLM 0.77 x the best h). Every
+  // slice is in some layer; where the depth does not divide, the layers overlap.
+  for (const i64 nz : {i64(24), i64(20), i64(13)}) {
+    SCOPED_TRACE(nz);
+    const ctd::Volume image = ct_phantom({160, 160, nz});
+    const ctd::detail::SampleLayout layout = ctd::detail::sample_layout(image.dims(), 3, 4, false);
+    ASSERT_FALSE(layout.whole);
+    ASSERT_EQ(layout.bz, 10);
+    ctd::NoiseModel model;
+    model.excluded_value = -3024;
+    const ctd::detail::Sample s = ctd::detail::make_sample(*ctd::detail::host_reads(image.view()), layout, model);
+    std::vector<int> covered(std::size_t(nz), 0);
+    for (const auto& place : s.places) {
+      ASSERT_GE(place.z, 0);
+      ASSERT_LE(place.z + layout.bz, nz);
+      for (i64 z = place.z; z < place.z + layout.bz; ++z) covered[std::size_t(z)] = 1;
+    }
+    EXPECT_EQ(covered.front(), 1);
+    EXPECT_EQ(covered.back(), 1);
+  }
+}
+
+TEST(AutoSample, TheBlocksSpreadOverTheImageInEveryLayer) {
+  // 3 layers of 5 x 5 candidate blocks (no padding), 12 blocks taken: evenly spaced through the
+  // candidates at one offset, they fell on four places of the diagonal, the same in every layer,
+  // and the tiles' nearest others were the same places in other layers.
+  const ctd::Dims d{160, 160, 24};
+  ctd::Volume image(d);
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0, 20);
+  for (i64 i = 0; i < d.count(); ++i) image.data()[i] = normal(rng);
+  const ctd::detail::SampleLayout layout = ctd::detail::sample_layout(d, 3, 4, false);
+  ASSERT_EQ(layout.bxy, 32);
+  ASSERT_EQ(layout.wanted, 12);
+  ctd::NoiseModel no_padding;
+  no_padding.excluded_value = std::numeric_limits<double>::quiet_NaN();
+  const ctd::detail::Sample s = ctd::detail::make_sample(*ctd::detail::host_reads(image.view()), layout, no_padding);
+  ASSERT_EQ(s.places.size(), 12u);
+  std::vector<std::array<i64, 2>> in_plane;
+  std::vector<i64> layers;
+  for (const auto& place : s.places) in_plane.push_back({place.x, place.y}), layers.push_back(place.z);
+  std::sort(in_plane.begin(), in_plane.end());
+  std::sort(layers.begin(), layers.end());
+  EXPECT_GE(std::unique(in_plane.begin(), in_plane.end()) - in_plane.begin(), 9);
+  EXPECT_EQ(std::unique(layers.begin(), layers.end()) - layers.begin(), 3);
+}
+
 TEST(AutoSample, FlatPartsReadTheVarianceWhateverTheTexture) {
   // White noise and the same noise blurred by [1 2 1] / 4 along x and y: the second differences
   // two voxels apart read sqrt(6) sigma of white noise and, for the blurred noise, the root of
