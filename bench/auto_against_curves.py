@@ -5,6 +5,10 @@ parameters on the CPU in minutes instead of re-running the sweeps:
     build/validate_params --auto-only [--whole ...] [--only TEXT] > new.txt      # the changed build
     python3 bench/auto_against_curves.py bench/results/<...>-curves.json new.txt [old.txt]
 
+With --auto-quality, validate_params also prints each automatic value's own PSNR and SSIM
+(QUALITY lines): those cases are judged on them against the recorded best, with no
+interpolation, which is how sets swept without --curves (the whole volumes) are judged on SSIM.
+
 The curves file is a `validate_params --curves --json` run of the same set (a run without
 --curves holds no SSIM per value swept: then the PSNR alone is judged) (its noisy inputs are
 seeded, so they are the same images; bench/results/2026-11-26-h100-validation-{matrix,whole}-curves.json).
@@ -26,22 +30,38 @@ def load_auto(path):
     return values
 
 
+def load_quality(path):
+    """The PSNR and SSIM measured at each automatic value (validate_params --auto-quality)."""
+    measured = {}
+    for line in open(path):
+        m = re.match(r"QUALITY (.*): ([0-9.eE+-]+) ([0-9.eE+-]+)$", line.strip())
+        if m:
+            measured[m.group(1)] = (float(m.group(2)), float(m.group(3)))
+    return measured
+
+
 def main():
     if len(sys.argv) not in (3, 4):
         sys.exit(__doc__)
     cases = {f"{c['dim']} {c['scan']} | {c['texture']} | {c['setting']}": c for c in json.load(open(sys.argv[1]))}
-    psnr_only = any(p[2] is None for c in cases.values() for p in c["sweep"])
-    if psnr_only:
-        print(f"{sys.argv[1]} has no SSIM per value swept (recorded without --curves): judged on PSNR alone")
     new = load_auto(sys.argv[2])
     old = load_auto(sys.argv[3]) if len(sys.argv) == 4 else {}
+    measured = {path: load_quality(path) for path in sys.argv[2:]}
+    psnr_only = any(p[2] is None for c in cases.values() for p in c["sweep"])
+    if psnr_only and not all(measured.values()):
+        print(f"{sys.argv[1]} has no SSIM per value swept (recorded without --curves): judged on PSNR alone"
+              " where no QUALITY line (--auto-quality) gives the automatic value's own")
     unknown = [n for n in new if n not in cases]
     if unknown:
         sys.exit(f"not in {sys.argv[1]}: {unknown[0]} (and {len(unknown) - 1} more)")
 
-    def text(name, value):
+    def text(name, value, path):
         case = cases[name]
-        psnr, ssim, ok = judge(case, value)
+        if name in measured[path]:
+            psnr, ssim = measured[path][name]
+            ok = case["best"]["psnr"] - psnr <= 0.5 and case["best"]["ssim"] - ssim <= 0.005
+        else:
+            psnr, ssim, ok = judge(case, value)
         ssim_text = "" if ssim is None else f"{ssim - case['best']['ssim']:+.4f} "
         return ok, psnr - case["best"]["psnr"], (f"{'ok  ' if ok else 'MISS'} {psnr - case['best']['psnr']:+.2f} dB "
                                                  f"{ssim_text}x{value / case['best_value']:.2f}")
@@ -49,11 +69,11 @@ def main():
     within = within_old = 0
     worst = 0.0
     for name, value in new.items():
-        ok, gap, line = text(name, value)
+        ok, gap, line = text(name, value, sys.argv[2])
         within += ok
         worst = min(worst, gap)
         if name in old:
-            ok_old, gap_old, line_old = text(name, old[name])
+            ok_old, gap_old, line_old = text(name, old[name], sys.argv[3])
             within_old += ok_old
             if ok_old != ok or abs(gap - gap_old) >= 0.02:
                 print(f"{line_old} -> {line}  {name}")

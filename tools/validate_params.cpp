@@ -2,7 +2,7 @@
 // textures and doses, several radii, 2D and 3D, NLM and the bilateral filter. For each case it
 // compares the automatic value with the best of a sweep against the noise-free reference.
 //
-//   validate_params --data ../shared/data [--reduced | --extra | --whole | --volumes | --heldout] [--json out.json] [--only TEXT] [--user-settings] [--oracle] [--models-only | --auto-only] [--curves] [--device cpu|auto]
+//   validate_params --data ../shared/data [--reduced | --extra | --whole | --volumes | --heldout] [--json out.json] [--only TEXT] [--user-settings] [--oracle] [--models-only | --auto-only [--auto-quality]] [--curves] [--device cpu|auto]
 //
 // --device auto runs the filters (the sweeps and the automatic choice) on the GPU when there is
 // one: the full matrix then takes minutes instead of an hour.
@@ -341,7 +341,7 @@ int main(int argc, char** argv) {
   double check_gap = -1;
   int threads = 0;
   std::string only, dump;
-  bool models_only = false, auto_only = false, curves = false;
+  bool models_only = false, auto_only = false, auto_quality = false, curves = false;
   ctd::Device device = ctd::Device::Cpu;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -363,6 +363,7 @@ int main(int argc, char** argv) {
     else if (a == "--only") only = next();  // a substring of the case names to run
     else if (a == "--models-only") models_only = true;  // each case's noise model only (which rule it took), no sweep
     else if (a == "--auto-only") auto_only = true;  // each case's automatic value only, no sweep (bench/auto_against_curves.py)
+    else if (a == "--auto-quality") auto_only = auto_quality = true;  // and its PSNR and SSIM (for sets swept without --curves)
     else if (a == "--curves") curves = true;  // the SSIM of every value swept too (for studying the choice)
     else if (a == "--dump") dump = next();  // folder for each case's reference and noisy image (float32 raw)
     else if (a == "--device") {
@@ -371,7 +372,7 @@ int main(int argc, char** argv) {
       device = v == "cpu" ? ctd::Device::Cpu : ctd::Device::Auto;
     }
     else {
-      fmt::print(stderr, "usage: validate_params [--data DIR] [--reduced | --extra | --whole | --volumes | --heldout] [--json FILE] [--only TEXT] [--oracle] [--models-only | --auto-only] [--curves] [--device cpu|auto]\n");
+      fmt::print(stderr, "usage: validate_params [--data DIR] [--reduced | --extra | --whole | --volumes | --heldout] [--json FILE] [--only TEXT] [--oracle] [--models-only | --auto-only [--auto-quality]] [--curves] [--device cpu|auto]\n");
       return 2;
     }
   }
@@ -565,6 +566,10 @@ int main(int argc, char** argv) {
             if (auto_only) {
               fmt::print("AUTO {} | {}: {:.4f}\n", case_name, s.label, choice.value);
               fmt::print("NOISE {} | {}: {} (scan fit {:.2f} beyond intensity {:.2f} texture {:.3f} source {:.0f})\n", case_name, s.label, choice.noise_over_image, choice.scan_fit, choice.scan_fit_beyond_intensity, choice.scan_texture_distance, choice.scan_source);
+              if (auto_quality) {
+                const Quality q = quality(reference, run(s, noisy, choice.value, context));
+                fmt::print("QUALITY {} | {}: {:.4f} {:.5f}\n", case_name, s.label, q.psnr, q.ssim);
+              }
               std::fflush(stdout);
               continue;
             }

@@ -509,10 +509,11 @@ Sample make_sample(const ImageReads& reads, const SampleLayout& layout, const No
   // length was near a multiple of a row: the 24-slice abdomen phantom's sample held four places
   // of its 5 x 5, on the diagonal, in every layer, and nearness in place then told the tiles'
   // noise levels as well as their values did ("intensity levels" refused, NLM 6.5 dB under).
+  constexpr double kGoldenRatioFraction = 0.6180339887498949;  // (sqrt 5 - 1) / 2
   std::vector<Corner> chosen;
   const double run = double(candidates.size()) / double(used);
   for (i64 b = 0; b < used; ++b) {
-    const double offset = std::fmod(double(b) * 0.6180339887498949, 1.0);
+    const double offset = std::fmod(double(b) * kGoldenRatioFraction, 1.0);
     const Corner& c = candidates[std::size_t(std::min(double(candidates.size() - 1), std::floor((double(b) + offset) * run)))];
     chosen.push_back(c);
     s.places.push_back({c.x, c.y, c.z});
