@@ -80,12 +80,16 @@ LogFit fit_logs(const TileReadings& r, const std::vector<double>& t, IntensityLe
   const std::vector<double>&u = r.u, &y = r.log_v, &w = r.w;
   const std::size_t n = r.size();
   const int m = 2 + terms;
+  // Tile i's log variance less the fit's (its base a + b u must be positive).
+  auto log_residual = [&](const IntensityLevels& f, std::size_t i, double base) {
+    return y[i] - std::log(base) - f.c1 * t[i] - f.c2 * t[i] * t[i];
+  };
   auto misfit = [&](const IntensityLevels& f) {
     double sum = 0;
     for (std::size_t i = 0; i < n; ++i) {
       const double base = f.a + f.b * u[i];
       if (!(base > 0)) return std::numeric_limits<double>::infinity();
-      const double e = 0.5 * (y[i] - std::log(base) - f.c1 * t[i] - f.c2 * t[i] * t[i]);
+      const double e = 0.5 * log_residual(f, i, base);  // in log sigma
       sum += w[i] * e * e;
     }
     return sum;
@@ -96,7 +100,7 @@ LogFit fit_logs(const TileReadings& r, const std::vector<double>& t, IntensityLe
     const IntensityLevels& f = best.fit;
     for (std::size_t i = 0; i < n; ++i) {
       const double base = f.a + f.b * u[i];
-      const double e = y[i] - std::log(base) - f.c1 * t[i] - f.c2 * t[i] * t[i];
+      const double e = log_residual(f, i, base);
       const double j[4] = {1 / base, u[i] / kU / base, t[i], t[i] * t[i]};
       for (int row = 0; row < m; ++row) {
         for (int col = 0; col < m; ++col) normal[row][col] += w[i] * j[row] * j[col];
