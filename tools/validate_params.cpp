@@ -2,7 +2,7 @@
 // textures and doses, several radii, 2D and 3D, NLM and the bilateral filter. For each case it
 // compares the automatic value with the best of a sweep against the noise-free reference.
 //
-//   validate_params --data ../shared/data [--reduced | --extra | --whole | --volumes | --heldout] [--json out.json] [--only TEXT] [--user-settings] [--oracle] [--models-only | --auto-only [--auto-quality]] [--curves] [--device cpu|auto]
+//   validate_params --data ../shared/data [--reduced | --extra | --whole | --volumes | --heldout] [--json out.json] [--only TEXT ...] [--user-settings] [--oracle] [--models-only | --auto-only [--auto-quality]] [--curves] [--device cpu|auto]
 //
 // --device auto runs the filters (the sweeps and the automatic choice) on the GPU when there is
 // one: the full matrix then takes minutes instead of an hour.
@@ -340,7 +340,8 @@ int main(int argc, char** argv) {
   bool reduced = false, user_settings = false, oracle_too = false, extra = false, whole = false, volumes = false, heldout = false;
   double check_gap = -1;
   int threads = 0;
-  std::string only, dump;
+  std::vector<std::string> only;  // a case runs when its name holds each of them
+  std::string dump;
   bool models_only = false, auto_only = false, auto_quality = false, curves = false;
   ctd::Device device = ctd::Device::Cpu;
   for (int i = 1; i < argc; ++i) {
@@ -360,7 +361,7 @@ int main(int argc, char** argv) {
     else if (a == "--oracle") oracle_too = true;  // also the choice with the noise model of the added noise alone
     else if (a == "--check") check_gap = std::stod(next());  // exit 1 when a case's PSNR gap is larger, or below the noisy input
     else if (a == "--threads") threads = std::stoi(next());
-    else if (a == "--only") only = next();  // a substring of the case names to run
+    else if (a == "--only") only.push_back(next());  // a substring of the case names to run (repeatable: each)
     else if (a == "--models-only") models_only = true;  // each case's noise model only (which rule it took), no sweep
     else if (a == "--auto-only") auto_only = true;  // each case's automatic value only, no sweep (bench/auto_against_curves.py)
     else if (a == "--auto-quality") auto_only = auto_quality = true;  // and its PSNR and SSIM (for sets swept without --curves)
@@ -372,7 +373,7 @@ int main(int argc, char** argv) {
       device = v == "cpu" ? ctd::Device::Cpu : ctd::Device::Auto;
     }
     else {
-      fmt::print(stderr, "usage: validate_params [--data DIR] [--reduced | --extra | --whole | --volumes | --heldout] [--json FILE] [--only TEXT] [--oracle] [--models-only | --auto-only [--auto-quality]] [--curves] [--device cpu|auto]\n");
+      fmt::print(stderr, "usage: validate_params [--data DIR] [--reduced | --extra | --whole | --volumes | --heldout] [--json FILE] [--only TEXT ...] [--oracle] [--models-only | --auto-only [--auto-quality]] [--curves] [--device cpu|auto]\n");
       return 2;
     }
   }
@@ -505,6 +506,9 @@ int main(int argc, char** argv) {
       add(textures3d, "FBP Hann 360 views", "fbp", 360, ctd::FbpWindow::Hann, false);  // last: the others keep their seeds
     }
 
+    auto chosen = [&](const std::string& name) {
+      return std::all_of(only.begin(), only.end(), [&](const std::string& t) { return name.find(t) != std::string::npos; });
+    };
     json cases = json::array();
     for (const bool flat : {true, false}) {
       for (const Scan& scan : flat ? scans2d : scans3d) {
@@ -512,7 +516,7 @@ int main(int argc, char** argv) {
           const Texture& t = (flat ? textures2d : textures3d)[ti];
           const std::string case_name = fmt::format("{} {} | {}", flat ? "2D" : "3D", scan.name, t.name);
           bool any = false;
-          for (const Setting& s : settings(flat, reduced, user_settings)) any = any || (case_name + " | " + s.label).find(only) != std::string::npos;
+          for (const Setting& s : settings(flat, reduced, user_settings)) any = any || chosen(case_name + " | " + s.label);
           if (!any) continue;
           const auto [reference, noisy] = make_pair(scan.volume, t, 1000 + ti);
           if (!dump.empty()) {
@@ -537,7 +541,7 @@ int main(int argc, char** argv) {
             oracle_model = ctd::estimate_noise_model(added.view());
           }
           for (const Setting& setting : settings(flat, reduced, user_settings)) {
-            if ((case_name + " | " + setting.label).find(only) == std::string::npos) continue;
+            if (!chosen(case_name + " | " + setting.label)) continue;
             Setting s = setting;
             if (s.noise_sigma_auto) s.nlm.noise_sigma = float(ctd::auto_nlm_noise_sigma(noisy_model, s.nlm, noisy.dims()));
             auto choose = [&](const ctd::NoiseModel& model) {
@@ -570,6 +574,7 @@ int main(int argc, char** argv) {
                 const Quality q = quality(reference, run(s, noisy, choice.value, context));
                 fmt::print("QUALITY {} | {}: {:.4f} {:.5f}\n", case_name, s.label, q.psnr, q.ssim);
               }
+              if (oracle_model) fmt::print("ORACLE {} | {}: {:.4f}\n", case_name, s.label, choose(*oracle_model).value);
               std::fflush(stdout);
               continue;
             }

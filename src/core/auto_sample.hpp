@@ -80,7 +80,11 @@ struct SampleLayout {
     return {gx * bxy, gy * bxy, bz};
   }
 };
-SampleLayout sample_layout(const Dims& d, int reach_xy, int reach_z, bool margins);
+// What of each block of a sample counts: all of it (blocks side by side: the filter near a seam
+// sees the next block), all of it with a margin of the image around it that does not count, or
+// all but its own rim within the filter's reach of its edge.
+enum class Margins { None, Image, Rim };
+SampleLayout sample_layout(const Dims& d, int reach_xy, int reach_z, Margins margins);
 // Blocks whose tiles the scan-like map is fitted to, at least (where the image has them).
 constexpr std::int64_t kLeastMapBlocks = 64;
 // Slices of those blocks in 3D (the filter's own blocks at NLM search radius 3, patch radius 1).

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -407,7 +408,7 @@ TEST(AutoSample, TheBlocksMarginsDoNotCount) {
   const ctd::Volume image = ct_phantom({768, 720, 1});
   ASSERT_GT(image.dims().count(), ctd::kAutoWholeSliceVoxels);
   const auto reads = ctd::detail::host_reads(image.view());
-  const ctd::detail::SampleLayout layout = ctd::detail::sample_layout(image.dims(), 6, 0, true);
+  const ctd::detail::SampleLayout layout = ctd::detail::sample_layout(image.dims(), 6, 0, ctd::detail::Margins::Image);
   ASSERT_FALSE(layout.whole);
   EXPECT_EQ(layout.halo, 6);
   ctd::NoiseModel model;
@@ -424,7 +425,50 @@ TEST(AutoSample, TheBlocksMarginsDoNotCount) {
       counted += s.counted[i];
     }
   EXPECT_GT(counted, ctd::kAutoSampleVoxels / 2);
-  EXPECT_EQ(ctd::detail::sample_layout(image.dims(), 6, 0, false).halo, 0);
+  EXPECT_EQ(ctd::detail::sample_layout(image.dims(), 6, 0, ctd::detail::Margins::None).halo, 0);
+}
+
+TEST(AutoSample, RimsDoNotCountAndLeaveTheBlocksAsWithoutMargins) {
+  // The bilateral filter's blocks: the blocks without margins (a 64 x 64 volume holds four a
+  // layer; with the image's margins around them, one), each copied whole, its rim within the
+  // filter's reach of its edge filtered but not counted: what counts sees its own block.
+  const ctd::Dims d{64, 64, 40};
+  ctd::Volume image(d);
+  std::mt19937 rng(17);
+  std::normal_distribution<float> normal(0, 50);
+  for (i64 i = 0; i < d.count(); ++i) image.data()[i] = normal(rng);
+  ctd::NoiseModel no_padding;
+  no_padding.excluded_value = std::numeric_limits<double>::quiet_NaN();
+  const auto reads = ctd::detail::host_reads(image.view());
+  const ctd::detail::SampleLayout rim = ctd::detail::sample_layout(d, 3, 3, ctd::detail::Margins::Rim);
+  ASSERT_FALSE(rim.whole);
+  ASSERT_EQ(rim.bxy, ctd::detail::sample_layout(d, 3, 3, ctd::detail::Margins::None).bxy);
+  ASSERT_EQ(rim.halo, 3);
+  EXPECT_EQ(d.nx / ctd::detail::sample_layout(d, 3, 3, ctd::detail::Margins::Image).bxy, 1);
+  const ctd::detail::Sample s = ctd::detail::make_sample(*reads, rim, no_padding);
+  // The same blocks as plain ones: their tiles read the levels and textures as before.
+  const ctd::detail::Sample plain = ctd::detail::make_sample(*reads, ctd::detail::sample_layout(d, 3, 3, ctd::detail::Margins::None), no_padding);
+  ASSERT_EQ(s.places.size(), plain.places.size());
+  std::set<std::pair<i64, i64>> in_plane;
+  const ctd::Dims sd = s.image.dims();
+  const i64 bxy = rim.bxy, halo = 3, per_row = sd.nx / bxy;
+  for (std::size_t b = 0; b < s.places.size(); ++b) {
+    SCOPED_TRACE(b);
+    in_plane.insert({s.places[b].x, s.places[b].y});
+    ASSERT_EQ(s.places[b].x, plain.places[b].x);
+    ASSERT_EQ(s.places[b].y, plain.places[b].y);
+    ASSERT_EQ(s.places[b].z, plain.places[b].z);
+    const i64 tx = i64(b) % per_row * bxy, ty = i64(b) / per_row * bxy;
+    for (i64 z = 0; z < sd.nz; ++z)
+      for (i64 y = 0; y < bxy; ++y)
+        for (i64 x = 0; x < bxy; ++x) {
+          const std::size_t i = std::size_t((z * sd.ny + ty + y) * sd.nx + tx + x);
+          ASSERT_EQ(s.image.data()[i], image.view()(s.places[b].x + x, s.places[b].y + y, s.places[b].z + z));
+          const bool edge = x < halo || y < halo || x >= bxy - halo || y >= bxy - halo;
+          ASSERT_EQ(s.counted[i], edge ? 0 : 1) << x << ", " << y << ", " << z;
+        }
+  }
+  EXPECT_EQ(in_plane.size(), 4u);
 }
 
 TEST(AutoSample, TheLayersReachTheFirstAndTheLastSlice) {
@@ -434,7 +478,7 @@ TEST(AutoSample, TheLayersReachTheFirstAndTheLastSlice) {
   for (const i64 nz : {i64(24), i64(20), i64(13)}) {
     SCOPED_TRACE(nz);
     const ctd::Volume image = ct_phantom({160, 160, nz});
-    const ctd::detail::SampleLayout layout = ctd::detail::sample_layout(image.dims(), 3, 4, false);
+    const ctd::detail::SampleLayout layout = ctd::detail::sample_layout(image.dims(), 3, 4, ctd::detail::Margins::None);
     ASSERT_FALSE(layout.whole);
     ASSERT_EQ(layout.bz, 10);
     ctd::NoiseModel model;
@@ -460,7 +504,7 @@ TEST(AutoSample, TheBlocksSpreadOverTheImageInEveryLayer) {
   std::mt19937 rng(11);
   std::normal_distribution<float> normal(0, 20);
   for (i64 i = 0; i < d.count(); ++i) image.data()[i] = normal(rng);
-  const ctd::detail::SampleLayout layout = ctd::detail::sample_layout(d, 3, 4, false);
+  const ctd::detail::SampleLayout layout = ctd::detail::sample_layout(d, 3, 4, ctd::detail::Margins::None);
   ASSERT_EQ(layout.bxy, 32);
   ASSERT_EQ(layout.wanted, 12);
   ctd::NoiseModel no_padding;
