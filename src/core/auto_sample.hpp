@@ -72,7 +72,7 @@ struct Sample {
 struct SampleLayout {
   bool whole = true;
   std::int64_t bxy = 0, bz = 0, wanted = 0;
-  std::int64_t halo = 0;  // in-plane margin of each block that the risk does not count
+  std::int64_t halo = 0;  // in-plane margin (around or, with rims, inside each block) that the risk does not count
   // The sample's size with `count` blocks: as square an arrangement as fits.
   Dims dims(std::int64_t count) const {
     const std::int64_t gx = std::max<std::int64_t>(1, std::int64_t(std::floor(std::sqrt(double(count)))));

@@ -28,6 +28,22 @@ using i64 = std::int64_t;
 using ctd_test::best_psnr;
 using ctd_test::ct_phantom;
 
+// Gaussian values of `sigma` everywhere: no padding, no anatomy, every block a candidate.
+ctd::Volume gaussian_volume(const ctd::Dims& d, float sigma, unsigned seed) {
+  ctd::Volume v(d);
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0, sigma);
+  for (i64 i = 0; i < d.count(); ++i) v.data()[i] = normal(rng);
+  return v;
+}
+
+// A model that excludes no value as padding.
+ctd::NoiseModel model_without_padding() {
+  ctd::NoiseModel m;
+  m.excluded_value = std::numeric_limits<double>::quiet_NaN();
+  return m;
+}
+
 ctd::Volume filtered(const ctd::Volume& noisy, const ctd::NlmParams& params, double h) {
   ctd::Volume out(noisy.dims());
   ctd::NlmParams p = params;
@@ -433,12 +449,8 @@ TEST(AutoSample, RimsDoNotCountAndLeaveTheBlocksAsWithoutMargins) {
   // layer; with the image's margins around them, one), each copied whole, its rim within the
   // filter's reach of its edge filtered but not counted: what counts sees its own block.
   const ctd::Dims d{64, 64, 40};
-  ctd::Volume image(d);
-  std::mt19937 rng(17);
-  std::normal_distribution<float> normal(0, 50);
-  for (i64 i = 0; i < d.count(); ++i) image.data()[i] = normal(rng);
-  ctd::NoiseModel no_padding;
-  no_padding.excluded_value = std::numeric_limits<double>::quiet_NaN();
+  const ctd::Volume image = gaussian_volume(d, 50, 17);
+  const ctd::NoiseModel no_padding = model_without_padding();
   const auto reads = ctd::detail::host_reads(image.view());
   const ctd::detail::SampleLayout rim = ctd::detail::sample_layout(d, 3, 3, ctd::detail::Margins::Rim);
   ASSERT_FALSE(rim.whole);
@@ -500,16 +512,11 @@ TEST(AutoSample, TheBlocksSpreadOverTheImageInEveryLayer) {
   // candidates at one offset, they fell on four places of the diagonal, the same in every layer,
   // and the tiles' nearest others were the same places in other layers.
   const ctd::Dims d{160, 160, 24};
-  ctd::Volume image(d);
-  std::mt19937 rng(11);
-  std::normal_distribution<float> normal(0, 20);
-  for (i64 i = 0; i < d.count(); ++i) image.data()[i] = normal(rng);
+  const ctd::Volume image = gaussian_volume(d, 20, 11);
   const ctd::detail::SampleLayout layout = ctd::detail::sample_layout(d, 3, 4, ctd::detail::Margins::None);
   ASSERT_EQ(layout.bxy, 32);
   ASSERT_EQ(layout.wanted, 12);
-  ctd::NoiseModel no_padding;
-  no_padding.excluded_value = std::numeric_limits<double>::quiet_NaN();
-  const ctd::detail::Sample s = ctd::detail::make_sample(*ctd::detail::host_reads(image.view()), layout, no_padding);
+  const ctd::detail::Sample s = ctd::detail::make_sample(*ctd::detail::host_reads(image.view()), layout, model_without_padding());
   ASSERT_EQ(s.places.size(), 12u);
   std::vector<std::array<i64, 2>> in_plane;
   std::vector<i64> layers;
