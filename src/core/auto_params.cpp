@@ -352,9 +352,10 @@ AutoChoice detail::auto_nlm_h(const ImageReads& image, const NlmParams& params, 
     detail::nlm_in_boxes(in, outs, values, p, inner, needed);
   };
   const int reach = p.search_radius + p.patch_radius;
-  // Plain blocks (see the bilateral filter's below): with rims, which leave NLM's wide reach little
-  // of each block, or margins, the choice rises where the seams' bias offset the model's, and the
-  // held-out check lost cases (docs/parameters.md, "The bilateral filter's blocks with rims").
+  // Plain blocks (the bilateral filter's have rims, below): with the image's margins the choice
+  // rose where the seams' bias had offset the model's over-reading, and the held-out check lost 6
+  // cases; rims, which would leave NLM's reach a quarter to a half of each block, are untried
+  // (docs/parameters.md, "The bilateral filter's blocks with rims").
   return choose(image, noise, scale, reach, flat ? 0 : reach, detail::Margins::None, filter, context, strength, "--h");
 }
 
