@@ -18,7 +18,7 @@ changed are listed. Interpolation between swept values (2^(1/4) apart) reads the
 low, so compare two runs with each other, not with the tables of docs/parameters.md."""
 import json, re, sys
 
-from validation_rules import judge
+from validation_rules import judge, within_goal
 
 
 def load_auto(path):
@@ -59,7 +59,7 @@ def main():
         case = cases[name]
         if name in measured[path]:
             psnr, ssim = measured[path][name]
-            ok = case["best"]["psnr"] - psnr <= 0.5 and case["best"]["ssim"] - ssim <= 0.005
+            ok = within_goal(case, psnr, ssim)
         else:
             psnr, ssim, ok = judge(case, value)
         ssim_text = "" if ssim is None else f"{ssim - case['best']['ssim']:+.4f} "

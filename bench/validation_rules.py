@@ -60,10 +60,15 @@ def picked(case, rule, parameter):
     return value * math.exp(-math.sqrt(parameter * least / curvature))
 
 
+def within_goal(case, psnr, ssim):
+    """The goal: 0.5 dB of the case's best PSNR and 0.005 of the SSIM there (where SSIM is known)."""
+    return case["best"]["psnr"] - psnr <= 0.5 and (ssim is None or case["best"]["ssim"] - ssim <= 0.005)
+
+
 def judge(case, value):
     """PSNR and SSIM at `value` on the case's sweep, and whether they are within the goal."""
     psnr, ssim = interpolate(case["sweep"], value)
-    return psnr, ssim, case["best"]["psnr"] - psnr <= 0.5 and (ssim is None or case["best"]["ssim"] - ssim <= 0.005)
+    return psnr, ssim, within_goal(case, psnr, ssim)
 
 
 def score(cases, rule, parameter):
