@@ -3,6 +3,7 @@
 
 #include "core/image_reads.hpp"
 #include "core/robust_stats.hpp"
+#include "core/smooth_noise_fit.hpp"
 
 #include <ctdenoise/error.hpp>
 #include <ctdenoise/noise.hpp>
@@ -128,62 +129,6 @@ SliceCorrelation slice_correlation(const ImageReads& reads, const detail::Exclud
   }
   const auto [r1, r2] = correlations(lo);
   return {sigma_2d, r1, r2};
-}
-
-// Noise from a smooth reconstruction kernel, read where the outer lags hold anatomy: white noise
-// smoothed by a Gaussian, of correlation g(d) = exp(-|d|^2 / (4 w^2)), fitted to the mean square
-// second differences at lags 1 and 2 (E[D(d)^2] = C(0) (6 - 8 g(d) + 2 g(2d))), where anatomy
-// adds least. Their ratio gives the width w (1 for white noise, towards 16 for wide smoothing or
-// smooth anatomy: widths over 3 voxels are not believed), then v1 the level.
-struct SmoothNoise {
-  double c0 = 0, width = 0;
-  double white = 0;  // the variance of white noise on top (fit_smooth_and_white_noise)
-  double correlation(double d) const { return std::exp(-d * d / (4 * width * width)); }
-  // E[D(d)^2] / c0 of the smooth part alone.
-  double reads(double d) const { return 6 - 8 * correlation(d) + 2 * correlation(2 * d); }
-  double mean_square_difference(double d) const { return c0 * reads(d) + 6 * white; }
-  double sigma() const { return std::sqrt(c0 + white); }  // of both parts together
-};
-std::optional<SmoothNoise> fit_smooth_noise(double v1, double v2) {
-  constexpr double kWidestBelieved = 3;
-  auto reads = [](double d, double w) { return SmoothNoise{1, w}.reads(d); };
-  const double ratio = v2 / v1;
-  if (!(ratio > 1) || ratio >= reads(2, kWidestBelieved) / reads(1, kWidestBelieved)) return std::nullopt;
-  double lo = 1e-3, hi = kWidestBelieved;  // the ratio grows with the width
-  for (int i = 0; i < 60; ++i) {
-    const double mid = (lo + hi) / 2;
-    (reads(2, mid) / reads(1, mid) < ratio ? lo : hi) = mid;
-  }
-  return SmoothNoise{v1 / reads(1, lo), lo};
-}
-
-// Smooth noise with white noise on top (a scan's own, finer noise under blurred added noise):
-// E[D(d)^2] = 6 c_white + c0 (6 - 8 g(d) + 2 g(2d)). White noise adds the same at every lag, so
-// (v4 - v1) / (v2 - v1) depends on the width alone (it grows with it: 1.05 at 0.5 voxels, 2.8 at
-// 1.2, 10 at 3); then v2 - v1 gives c0 and v1 the white part. Nothing where the width is not
-// within (0.5, 3] voxels or the parts are not positive.
-std::optional<SmoothNoise> fit_smooth_and_white_noise(double v1, double v2, double v4) {
-  constexpr double kNarrowest = 0.5, kWidest = 3;
-  auto ratio_at = [](double w) {
-    const SmoothNoise n{1, w};
-    return (n.reads(4) - n.reads(1)) / (n.reads(2) - n.reads(1));
-  };
-  if (!(v2 > v1)) return std::nullopt;
-  const double ratio = (v4 - v1) / (v2 - v1);
-  if (!(ratio > ratio_at(kNarrowest)) || ratio > ratio_at(kWidest)) return std::nullopt;
-  double lo = kNarrowest, hi = kWidest;
-  for (int i = 0; i < 60; ++i) {
-    const double mid = (lo + hi) / 2;
-    (ratio_at(mid) < ratio ? lo : hi) = mid;
-  }
-  SmoothNoise n{1, lo};
-  n.c0 = (v2 - v1) / (n.reads(2) - n.reads(1));
-  n.white = (v1 - n.c0 * n.reads(1)) / 6;
-  if (n.white < 0) {
-    if (n.white < -0.02 * n.c0) return std::nullopt;
-    n.white = 0;
-  }
-  return n;
 }
 
 // The activity under which `share` of the judged blocks (activity not NaN) lie; NaN when none
@@ -319,8 +264,8 @@ NoiseModel detail::estimate_noise_model(const ImageReads& reads) {
   //   anatomy alone (the noise-free Hann reconstruction of a 3 mm crop) 2.9 x.
   // White noise blurred by a Gaussian of 1.2 voxels reads 4.7 x: only the first way finds it.
   std::vector<Block> smooth_blocks;  // the blocks of the accepted smooth fit
-  std::optional<SmoothNoise> unconfirmed;  // the wide fit its far lags refused (NoiseModel::unconfirmed_smooth_sigma)
-  auto smooth_fallback = [&](double floor) -> std::optional<SmoothNoise> {
+  std::optional<detail::SmoothNoise> unconfirmed;  // the wide fit its far lags refused (NoiseModel::unconfirmed_smooth_sigma)
+  auto smooth_fallback = [&](double floor) -> std::optional<detail::SmoothNoise> {
     const std::vector<Lag> near_lags = ring(2);
     const std::array<Lag, 2> axis_lag1{{{1, 0, 0}, {0, 1, 0}}}, axis_lag2{{{2, 0, 0}, {0, 2, 0}}},
         axis_lag4{{{4, 0, 0}, {0, 4, 0}}};
@@ -367,7 +312,7 @@ NoiseModel detail::estimate_noise_model(const ImageReads& reads) {
     // The fit over the blocks that are flat by `flatness` (with a white part or not), and the
     // blocks and the differences per lag it used; nothing where it is not clearly smooth noise.
     struct Fit {
-      SmoothNoise noise;
+      detail::SmoothNoise noise;
       std::vector<Block> blocks;
       i64 samples = 0;
     };
@@ -385,8 +330,8 @@ NoiseModel detail::estimate_noise_model(const ImageReads& reads) {
       }
       if (std::min({total.lag1_count, total.lag2_count, total.lag4_count}) < 16) return std::nullopt;
       const double v1 = total.lag1 / double(total.lag1_count), v2 = total.lag2 / double(total.lag2_count);
-      const std::optional<SmoothNoise> fit =
-          with_white ? fit_smooth_and_white_noise(v1, v2, total.lag4 / double(total.lag4_count)) : fit_smooth_noise(v1, v2);
+      const std::optional<detail::SmoothNoise> fit =
+          with_white ? detail::fit_smooth_and_white_noise(v1, v2, total.lag4 / double(total.lag4_count)) : detail::fit_smooth_noise(v1, v2);
       if (!fit || fit->correlation(1) < kLeastSmoothCorrelation || fit->sigma() < floor) return std::nullopt;
       out.noise = *fit;
       out.samples = std::min(total.lag1_count, total.lag2_count);
@@ -419,8 +364,8 @@ NoiseModel detail::estimate_noise_model(const ImageReads& reads) {
       const double first_rise = fit.noise.mean_square_difference(2) - fit.noise.mean_square_difference(1);
       if (!((v_far - v_near) / (far - near) <= kLevelOff * first_rise) || !(v_far > v_near)) return std::nullopt;
       const double rate = (v_far - v_near) / double(far * far - near * near);
-      const std::optional<SmoothNoise> refit =
-          fit_smooth_and_white_noise(mean_at(1) - rate, mean_at(2) - 4 * rate, mean_at(4) - 16 * rate);
+      const std::optional<detail::SmoothNoise> refit =
+          detail::fit_smooth_and_white_noise(mean_at(1) - rate, mean_at(2) - 4 * rate, mean_at(4) - 16 * rate);
       if (!refit || refit->correlation(1) < kLeastSmoothCorrelation || refit->sigma() < floor) {
         return std::nullopt;
       }
@@ -467,7 +412,7 @@ NoiseModel detail::estimate_noise_model(const ImageReads& reads) {
   // mean D^2 along z at lags 1 and 2 in the smooth fit's blocks (E[D(1)^2] = C0 (6 - 8 rho1 +
   // 2 rho2), E[D(2)^2] = C0 (6 - 8 rho2) with nothing at 4 slices), between 0 and 0.95. Anatomy
   // that changes from slice to slice adds to both and errs towards too little correlation.
-  auto slice_correlation_of = [&](const SmoothNoise& smooth) {
+  auto slice_correlation_of = [&](const detail::SmoothNoise& smooth) {
     const double c0 = smooth.c0 + smooth.white;
     std::array<double, 2> mean{};
     for (const int dz : {1, 2}) {
@@ -507,7 +452,7 @@ NoiseModel detail::estimate_noise_model(const ImageReads& reads) {
     // low on thick slices (3 mm abdomen: 14.3 for the 3D 19.0).
     SliceCorrelation z;
     if (m.radius_z > 0) z = slice_correlation(reads, padding, pseudo_residual_sigma(), kMaxFallbackSlices);
-    if (const std::optional<SmoothNoise> smooth = smooth_fallback(std::max(pseudo_residual_sigma(), z.in_plane_sigma))) {
+    if (const std::optional<detail::SmoothNoise> smooth = smooth_fallback(std::max(pseudo_residual_sigma(), z.in_plane_sigma))) {
       m.fell_back_to_white = false;
       m.read_from_first_lags = true;
       m.sigma = smooth->sigma();
