@@ -134,8 +134,7 @@ AutoChoice choose(const detail::ImageReads& image, const NoiseModel& given, doub
     map_layout.wanted = std::max(layout.wanted, detail::kLeastMapBlocks);
   }
   std::optional<Sample> map_sample;
-  if (map_layout.bxy != layout.bxy || map_layout.halo != layout.halo || map_layout.bz != layout.bz ||
-      map_layout.wanted != layout.wanted) {
+  if (map_layout != layout) {
     map_sample = detail::make_sample(image, map_layout, noise);
     detail::measure_level(*map_sample, noise);
   }
@@ -145,7 +144,7 @@ AutoChoice choose(const detail::ImageReads& image, const NoiseModel& given, doub
   if (map && map->fit >= kLeastScanFit && map->fit_beyond_intensity >= kLeastScanFitBeyondIntensity) {
     const SampleLayout with_margins = detail::sample_layout(image.dims(), reach_xy, reach_z, detail::Margins::Image);
     std::optional<Sample> other;
-    if (!with_margins.whole && (layout.halo != with_margins.halo || layout.bxy != with_margins.bxy)) {
+    if (!with_margins.whole && with_margins != layout) {
       other = detail::make_sample(image, with_margins, noise);
       detail::measure_level(*other, noise);
     }

@@ -79,6 +79,7 @@ struct SampleLayout {
     const std::int64_t gy = std::max<std::int64_t>(1, count / gx);
     return {gx * bxy, gy * bxy, bz};
   }
+  bool operator==(const SampleLayout&) const = default;
 };
 // What of each block of a sample counts: all of it (blocks side by side: the filter near a seam
 // sees the next block), all of it with a margin of the image around it that does not count, or
