@@ -232,4 +232,63 @@ inline std::vector<double> blurred_noise(const ctd::Dims& d, double width, unsig
   return field;
 }
 
+// `clean` plus white noise of `sigma`, optionally smoothed along x by [1 4 1] / 6 (then scaled back
+// to sigma); padding (values below -1024) is left as it is.
+inline ctd::Volume add_noise(const ctd::Volume& clean, double sigma, bool correlated, std::uint32_t seed) {
+  const ctd::Dims d = clean.dims();
+  std::vector<double> white(std::size_t(d.count()));
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> normal(0, 1);
+  for (double& w : white) w = normal(rng);
+  ctd::Volume out = clean;
+  const double norm = std::sqrt(1.0 + 16.0 + 1.0) / 6.0;
+  for (std::int64_t i = 0; i < d.count(); ++i) {
+    if (clean.data()[i] < -1024) continue;
+    double n = white[std::size_t(i)];
+    if (correlated) {
+      const std::int64_t x = i % d.nx;
+      const double left = white[std::size_t(x > 0 ? i - 1 : i + 1)], right = white[std::size_t(x + 1 < d.nx ? i + 1 : i - 1)];
+      n = (left + 4 * n + right) / 6.0 / norm;
+    }
+    out.data()[i] = float(clean.data()[i] + sigma * n);
+  }
+  return out;
+}
+
+// White noise smoothed along x and y by `taps` (normalised to unit gain on variance), times sigma.
+inline ctd::Volume smooth_field(ctd::Dims d, const std::vector<double>& taps, double sigma, std::uint32_t seed) {
+  std::vector<double> field(std::size_t(d.count()));
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> normal(0, 1);
+  for (double& w : field) w = normal(rng);
+  const std::int64_t r = std::int64_t(taps.size() / 2);
+  double energy = 0;
+  for (double t : taps) energy += t * t;
+  for (const bool along_x : {true, false}) {
+    std::vector<double> out(field.size());
+    for (std::int64_t z = 0; z < d.nz; ++z)
+      for (std::int64_t y = 0; y < d.ny; ++y)
+        for (std::int64_t x = 0; x < d.nx; ++x) {
+          double acc = 0;
+          for (std::int64_t k = -r; k <= r; ++k) {
+            const std::int64_t xx = along_x ? std::clamp<std::int64_t>(x + k, 0, d.nx - 1) : x, yy = along_x ? y : std::clamp<std::int64_t>(y + k, 0, d.ny - 1);
+            acc += taps[std::size_t(k + r)] * field[std::size_t((z * d.ny + yy) * d.nx + xx)];
+          }
+          out[std::size_t((z * d.ny + y) * d.nx + x)] = acc / std::sqrt(energy);
+        }
+    field = std::move(out);
+  }
+  ctd::Volume v(d);
+  for (std::int64_t i = 0; i < d.count(); ++i) v.data()[i] = float(sigma * field[std::size_t(i)]);
+  return v;
+}
+
+// Gaussian taps of `sigma` voxels out to 4 sigma (not normalised).
+inline std::vector<double> gaussian_taps(double sigma) {
+  const int r = int(std::ceil(4 * sigma));
+  std::vector<double> taps(std::size_t(2 * r + 1));
+  for (int k = -r; k <= r; ++k) taps[std::size_t(k + r)] = std::exp(-0.5 * k * k / (sigma * sigma));
+  return taps;
+}
+
 }  // namespace testing_util
