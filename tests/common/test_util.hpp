@@ -202,12 +202,10 @@ struct CaseName {
 };
 inline constexpr CaseName case_name{};
 
-// White noise of unit variance blurred in-plane by a Gaussian of `width` voxels (borders
-// clamped), slice by slice.
-inline std::vector<double> blurred_noise(const ctd::Dims& d, double width, unsigned seed) {
-  const int reach = int(std::ceil(3.5 * width));
-  std::vector<double> taps;
-  for (int k = -reach; k <= reach; ++k) taps.push_back(std::exp(-0.5 * k * k / (width * width)));
+// White noise of unit variance filtered in-plane along x, then y, by `taps` (an odd number,
+// normalised to unit gain on variance; borders clamped), slice by slice.
+inline std::vector<double> filtered_noise(const ctd::Dims& d, const std::vector<double>& taps, unsigned seed) {
+  const std::int64_t reach = std::int64_t(taps.size() / 2);
   double energy = 0;
   for (double t : taps) energy += t * t;
   std::vector<double> field(std::size_t(d.count()));
@@ -220,7 +218,7 @@ inline std::vector<double> blurred_noise(const ctd::Dims& d, double width, unsig
       for (std::int64_t y = 0; y < d.ny; ++y)
         for (std::int64_t x = 0; x < d.nx; ++x) {
           double acc = 0;
-          for (int k = -reach; k <= reach; ++k) {
+          for (std::int64_t k = -reach; k <= reach; ++k) {
             const std::int64_t xx = along_x ? std::clamp<std::int64_t>(x + k, 0, d.nx - 1) : x;
             const std::int64_t yy = along_x ? y : std::clamp<std::int64_t>(y + k, 0, d.ny - 1);
             acc += taps[std::size_t(k + reach)] * field[std::size_t((z * d.ny + yy) * d.nx + xx)];
@@ -230,6 +228,15 @@ inline std::vector<double> blurred_noise(const ctd::Dims& d, double width, unsig
     field = std::move(out);
   }
   return field;
+}
+
+// White noise of unit variance blurred in-plane by a Gaussian of `width` voxels (out to 3.5
+// widths), slice by slice.
+inline std::vector<double> blurred_noise(const ctd::Dims& d, double width, unsigned seed) {
+  const int reach = int(std::ceil(3.5 * width));
+  std::vector<double> taps;
+  for (int k = -reach; k <= reach; ++k) taps.push_back(std::exp(-0.5 * k * k / (width * width)));
+  return filtered_noise(d, taps, seed);
 }
 
 // `clean` plus white noise of `sigma`, optionally smoothed along x by [1 4 1] / 6 (then scaled back
@@ -255,29 +262,9 @@ inline ctd::Volume add_noise(const ctd::Volume& clean, double sigma, bool correl
   return out;
 }
 
-// White noise smoothed along x and y by `taps` (normalised to unit gain on variance), times sigma.
+// White noise filtered along x and y by `taps` (filtered_noise), times sigma.
 inline ctd::Volume smooth_field(ctd::Dims d, const std::vector<double>& taps, double sigma, std::uint32_t seed) {
-  std::vector<double> field(std::size_t(d.count()));
-  std::mt19937 rng(seed);
-  std::normal_distribution<double> normal(0, 1);
-  for (double& w : field) w = normal(rng);
-  const std::int64_t r = std::int64_t(taps.size() / 2);
-  double energy = 0;
-  for (double t : taps) energy += t * t;
-  for (const bool along_x : {true, false}) {
-    std::vector<double> out(field.size());
-    for (std::int64_t z = 0; z < d.nz; ++z)
-      for (std::int64_t y = 0; y < d.ny; ++y)
-        for (std::int64_t x = 0; x < d.nx; ++x) {
-          double acc = 0;
-          for (std::int64_t k = -r; k <= r; ++k) {
-            const std::int64_t xx = along_x ? std::clamp<std::int64_t>(x + k, 0, d.nx - 1) : x, yy = along_x ? y : std::clamp<std::int64_t>(y + k, 0, d.ny - 1);
-            acc += taps[std::size_t(k + r)] * field[std::size_t((z * d.ny + yy) * d.nx + xx)];
-          }
-          out[std::size_t((z * d.ny + y) * d.nx + x)] = acc / std::sqrt(energy);
-        }
-    field = std::move(out);
-  }
+  const std::vector<double> field = filtered_noise(d, taps, seed);
   ctd::Volume v(d);
   for (std::int64_t i = 0; i < d.count(); ++i) v.data()[i] = float(sigma * field[std::size_t(i)]);
   return v;
