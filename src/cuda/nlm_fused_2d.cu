@@ -464,9 +464,8 @@ dim3 tiles_2d(const KernelParams& k) {
 }
 
 // Ranges of the search window for the one-sided 2D kernel: enough blocks for about four per SM,
-// each range keeping at least 64 displacements. 3D volumes fill the GPU with tiles.
+// each range keeping at least 64 displacements.
 int window_parts(const KernelParams& k, int displacements) {
-  if (k.rsz != 0) return 1;
   const int sms = sm_count();
   const dim3 tiles = tiles_2d(k);
   const long long blocks = (long long)tiles.x * tiles.y;
@@ -520,7 +519,7 @@ SymChoice best_parts(const KernelParams& k, bool ring, int register_bound, int m
 }
 
 Kernel2d kernel_2d(const KernelParams& k, SymLayout* layout = nullptr) {
-  if (k.rsz != 0 || k.rs == 0) return Kernel2d::OneSided;
+  if (k.rs == 0) return Kernel2d::OneSided;
   const char* forced = std::getenv("CTD_NLM_FUSED_2D");
   const std::string force = forced ? forced : "";
   if (force == "one-sided") return Kernel2d::OneSided;

@@ -303,7 +303,7 @@ __global__ void sym3d_finish_kernel(const float* __restrict__ u, const float* __
 // max: a voxel's maximum over both sides of its pairs would need a third accumulator), else the
 // one-sided one. CTD_NLM_FUSED_3D (one-sided or symmetric) forces one where it fits.
 bool symmetric_3d(const KernelParams& k) {
-  if (k.rsz == 0 || k.centre_max) return false;
+  if (k.centre_max) return false;
   const char* forced = std::getenv("CTD_NLM_FUSED_3D");
   const std::string force = forced ? forced : "";
   if (force == "one-sided") return false;

@@ -210,13 +210,14 @@ void with_patch_radius(int rp, F&& f) {
   }
 }
 
-// nlm_fused_2d.cu: 2D images (search radius 0 across slices).
+// nlm_fused_2d.cu: 2D images (search radius 0 across slices: k.rsz == 0; nlm_fused.cu routes).
 std::size_t slide2d_workspace_floats(const KernelParams& k);
 std::size_t slide2d_shared_bytes(const KernelParams& k);
 void slide2d_launch(const float* in, float* out, float* workspace, const KernelParams& k, bool uniform_patch,
                     cudaStream_t stream);
 
-// nlm_fused_3d.cu: volumes searched across slices; the steps of the symmetric kernel for the host API.
+// nlm_fused_3d.cu: volumes searched across slices (k.rsz > 0); the steps of the symmetric kernel for
+// the host API.
 std::size_t slide3d_workspace_floats(const KernelParams& k);
 std::size_t slide3d_shared_bytes(const KernelParams& k);
 void slide3d_launch(const float* in, float* out, float* workspace, const KernelParams& k, bool uniform_patch,
