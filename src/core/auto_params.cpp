@@ -154,8 +154,13 @@ AutoChoice choose(const detail::ImageReads& image, const NoiseModel& given, doub
     const std::string window = detail::choose_beam(*map, scan_sample, noise, 0x5EED);
     probe = detail::scan_probe(scan_sample, noise, *map, window, 0x5EED);
     texture_distance = probe->texture_distance;
-    if (probe->texture_distance > kMostScanTextureDistance) probe.reset();  // not an FBP filter's texture
-    else if (other) sample = std::move(*other);
+    if (probe->texture_distance > kMostScanTextureDistance) {
+      // Not an FBP filter's texture, but the rays explain the levels: they vary over the image.
+      probe.reset();
+      if (sample.noise_over_image == "one level") detail::measure_level(sample, noise, true);
+    } else if (other) {
+      sample = std::move(*other);
+    }
   }
   const bool scan_like = probe.has_value();
   const Dims sd = sample.image.dims();

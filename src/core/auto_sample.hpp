@@ -112,8 +112,9 @@ double pseudo_residual_gain(const NoiseModel& m, bool across_slices = true);
 bool too_smooth_for_plain_blocks(const NoiseModel& noise);
 
 // Sets the sample's level (and, where the noise varies over the image, each tile's level and
-// model) from the tiles' pseudo-residual sigma and semivariances.
-void measure_level(Sample& s, const NoiseModel& noise);
+// model) from the tiles' pseudo-residual sigma and semivariances. `known_to_vary`: the image's rays
+// explain its tiles' levels (scan_map), so the level varies whatever the tiles' flat parts show.
+void measure_level(Sample& s, const NoiseModel& noise, bool known_to_vary = false);
 
 // A copy of the box of `v` (a volume of the sample's size: the sample or noise over it) whose
 // first voxel is (x0, y0, z0), NaN where the sample's mask is 0.

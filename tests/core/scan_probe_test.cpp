@@ -601,4 +601,34 @@ TEST(AutoSample, TheLevelsChanceScatterIsReadFromEachTileAlone) {
     }
 }
 
+TEST(AutoSample, ALevelKnownToVaryIsReadTileByTile) {
+  // Every 32 x 32 tile of a 128 x 128 slice holds quiet noise (sigma 10) in its left half and
+  // loud noise (sigma 40) in its right half, as a shrunk scan's tiles hold air and body. Their flat
+  // parts lean to the quiet half, so the level is one, the quiet one; where the image's rays are
+  // known to explain the tiles' levels (scan_map), each tile's own level is read: the mix.
+  const ctd::Dims d{128, 128, 1};
+  std::mt19937_64 rng(13);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  ctd::Volume image(d);
+  for (i64 y = 0; y < d.ny; ++y)
+    for (i64 x = 0; x < d.nx; ++x) image.view()(x, y, 0) = float((x % 32 < 16 ? 10.0 : 40.0) * normal(rng));
+  ctd::NoiseModel model = model_without_padding();
+  model.sigma = 10;
+  model.pseudo_residual_sigma = 10;
+  const auto reads = ctd::detail::host_reads(image.view());
+  const ctd::detail::SampleLayout layout = ctd::detail::sample_layout(d, 6, 0, ctd::detail::Margins::None);
+  ASSERT_TRUE(layout.whole);
+  ctd::detail::Sample one = ctd::detail::make_sample(*reads, layout, model);
+  ctd::detail::measure_level(one, model);
+  EXPECT_EQ(one.noise_over_image, "one level");
+  EXPECT_NEAR(one.level, 10.0, 2.0);
+  ctd::detail::Sample varied = ctd::detail::make_sample(*reads, layout, model);
+  ctd::detail::measure_level(varied, model, true);
+  EXPECT_EQ(varied.noise_over_image.rfind("tile levels", 0), 0u) << varied.noise_over_image;
+  // The root mean square of the two halves' levels is 29.2; a tile's robust reading of the mix
+  // lies between the halves.
+  EXPECT_GT(varied.level, 1.5 * one.level);
+  EXPECT_LT(varied.level, 40.0);
+}
+
 }  // namespace
