@@ -1,6 +1,7 @@
 """The per-case line, record and summary shared by the bench checks that judge the automatic
 values against a sweep's best (smooth_noise_check.py, strong_noise_check.py,
-poisson_noise_check.py), and the real scans they read."""
+poisson_noise_check.py, coarse_scan_check.py), the cases of an earlier run and the real scans they
+read."""
 import json, pathlib
 
 
@@ -12,6 +13,15 @@ def record(cases, label, auto, auto_q, best, within, **fields):
     print(f"{label}: auto {auto['value']:.1f} ({auto_q[0]:.2f}/{auto_q[1]:.4f}) best {best[0]:.1f} "
           f"({best[1]:.2f}/{best[2]:.4f}) x{auto['value'] / best[0]:.2f} {'ok' if within else 'MISS'} | "
           f"{auto['noise_over_image']}", flush=True)
+
+
+def recorded_cases(path, key, inside="cases"):
+    """The cases of an earlier --json run (a list, or an object holding them under `inside`) by
+    key(case), to judge against their recorded sweeps; {} without a path."""
+    if not path:
+        return {}
+    loaded = json.loads(pathlib.Path(path).read_text())
+    return {key(c): c for c in (loaded[inside] if isinstance(loaded, dict) else loaded)}
 
 
 def finish(cases, json_path=None):

@@ -13,7 +13,7 @@ scripts/phantom_check.py judges it (0.5 dB and 0.005 SSIM, never below the noisy
     python3 bench/coarse_scan_check.py --sweeps FILE ...   # the automatic values only, judged on the
                                                           # best and noisy input of FILE's cases
 """
-import argparse, json, pathlib, sys
+import argparse, pathlib, sys
 
 import numpy as np
 
@@ -32,7 +32,7 @@ def shrink(image, factor):
 
 def main():
     import ctdenoise as ctd
-    from check_cases import finish, record
+    from check_cases import finish, record, recorded_cases
     from fan_beam_check import simulate
     from phantom_check import judge, quality
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -46,11 +46,7 @@ def main():
                         help="take each case's best from FILE (an earlier --json, or its \"cases\") instead of sweeping "
                              "(the scans are seeded: the same images)")
     args = parser.parse_args()
-    recorded = {}
-    if args.sweeps:
-        loaded = json.loads(pathlib.Path(args.sweeps).read_text())
-        for c in loaded["cases"] if isinstance(loaded, dict) else loaded:
-            recorded[(c["object"], c["factor"], c["window"], c["sigma"], c["setting"])] = c
+    recorded = recorded_cases(args.sweeps, lambda c: (c["object"], c["factor"], c["window"], c["sigma"], c["setting"]))
     data = pathlib.Path(args.data)
 
     def scan(path, volume):

@@ -137,6 +137,7 @@ def simulate(clean_hu, pixel_mm, views, window, photons, rng, bowtie=0.0, tcm=Fa
 
 def main():
     import ctdenoise as ctd
+    from check_cases import recorded_cases
     from phantom_check import SETTINGS_2D, abdomen, judge, quality, shepp_logan
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("phantom", choices=["abdomen 384", "abdomen 512", "Shepp-Logan 256", "Catphan slice", "Siemens slice", "CT1 slice"])
@@ -159,12 +160,8 @@ def main():
                              "or an object with them in 'cases_detail'): take their best and noisy input from it "
                              "(the scans are seeded: the same images)")
     args = parser.parse_args()
-    recorded = {}
-    if args.sweeps:
-        loaded = json.loads(pathlib.Path(args.sweeps).read_text())
-        for c in loaded["cases_detail"] if isinstance(loaded, dict) else loaded:
-            recorded[(c["phantom"], c["window"], c["bowtie"], c.get("tcm", False), c.get("electronic", 0.0), c["photons"],
-                      c["setting"])] = c
+    recorded = recorded_cases(args.sweeps, lambda c: (c["phantom"], c["window"], c["bowtie"], c.get("tcm", False),
+                                                      c.get("electronic", 0.0), c["photons"], c["setting"]), "cases_detail")
     phantoms = {"abdomen 384": (lambda: abdomen((384, 384), 1), 0.9), "abdomen 512": (lambda: abdomen((512, 512), 2), 0.7),
                 "Shepp-Logan 256": (lambda: shepp_logan(256), 0.9)}
     # Real slices as the scanned object (HU; their own noise, 5-11 HU, stays in the reference).
