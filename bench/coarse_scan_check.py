@@ -5,7 +5,8 @@ each slice scanned with bench/fan_beam_check.py's simulator (720 views, the bowt
 at the dose that gives the body's middle slice the wanted noise. The reference is the same scans
 without noise. The Siemens series (an adult abdomen with its arms: its lateral rays are the
 longest, so its noise is streaked along x) in 2D (the middle slice) and 3D (its 20 slices),
-CT1's and the Catphan's slices in 2D. NLM (search 5 patch 1 in 2D, search 3 patch 1 in 3D) and
+20 slices of CThead (a head: a skull around the brain) in 3D, CT1's and the Catphan's slices in
+2D. NLM (search 5 patch 1 in 2D, search 3 patch 1 in 3D) and
 the bilateral filter at sigma_s 1 voxel on the CPU, each judged against the best of a sweep as
 scripts/phantom_check.py judges it (0.5 dB and 0.005 SSIM, never below the noisy input).
 
@@ -57,8 +58,16 @@ def main():
         # CT1 stores -3024 outside its field of view: air to the simulator
         return np.clip(image, -1024, 3071), float(meta.spacing_xyz[0])
 
+    def cthead():
+        # CThead: big-endian 12-bit slices of 256 x 256 at 1 mm (MANIFEST), 1024 above HU; the
+        # 20 slices through the middle of the skull
+        folder = data / "cthead_stanford"
+        slices = [np.fromfile(folder / f"CThead.{i}", dtype=">u2").reshape(256, 256) for i in range(47, 67)]
+        return np.stack(slices).astype(np.float64) - 1024, 1.0
+
     siemens = data / "dicom_series_siemens_biograph_mct_20slices" / "original_jpeg2000_lossless"
     objects = {"Siemens series": lambda: scan(siemens, True), "Siemens slice": lambda: scan(siemens, False),
+               "CThead volume": cthead,
                "CT1 slice": lambda: scan(data / "dicom_wg04_ct1_ge" / "CT1_UNC.dcm", False),
                "Catphan slice": lambda: scan(data / "dicom_catphan_philips_brilliance64" / "dicom_file01.dcm", False)}
     settings = {2: [("NLM search 5 patch 1", "nlm", dict(search_radius=5, patch_radius=1)),
