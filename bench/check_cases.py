@@ -32,11 +32,16 @@ def finish(cases, json_path=None):
         pathlib.Path(json_path).write_text(json.dumps(cases, indent=1))
 
 
-def real_image(path, volume=False):
-    """A real scan as float64 in HU: its middle slice, or the whole volume."""
+def real_scan(path, volume=False):
+    """A real scan as float64 in HU (its middle slice, or the whole volume) and its pixel size in mm."""
     import numpy as np
     import ctdenoise as ctd
-    image, _ = ctd.read(path)
+    image, meta = ctd.read(path)
     if image.ndim == 3 and not volume:
         image = image[image.shape[0] // 2]
-    return np.asarray(image, dtype=np.float64)
+    return np.asarray(image, dtype=np.float64), float(meta.spacing_xyz[0])
+
+
+def real_image(path, volume=False):
+    """A real scan as float64 in HU: its middle slice, or the whole volume."""
+    return real_scan(path, volume)[0]

@@ -33,7 +33,7 @@ def shrink(image, factor):
 
 def main():
     import ctdenoise as ctd
-    from check_cases import finish, record, recorded_cases
+    from check_cases import finish, real_scan, record, recorded_cases
     from fan_beam_check import simulate
     from phantom_check import judge, quality
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -51,12 +51,9 @@ def main():
     data = pathlib.Path(args.data)
 
     def scan(path, volume):
-        image, meta = ctd.read(path)
-        image = np.asarray(image, dtype=np.float64)
-        if image.ndim == 3 and not volume:
-            image = image[image.shape[0] // 2]
+        image, spacing = real_scan(path, volume)
         # CT1 stores -3024 outside its field of view: air to the simulator
-        return np.clip(image, -1024, 3071), float(meta.spacing_xyz[0])
+        return np.clip(image, -1024, 3071), spacing
 
     def cthead():
         # CThead: big-endian 12-bit slices of 256 x 256 at 1 mm (MANIFEST), 1024 above HU; the

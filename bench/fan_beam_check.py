@@ -137,7 +137,7 @@ def simulate(clean_hu, pixel_mm, views, window, photons, rng, bowtie=0.0, tcm=Fa
 
 def main():
     import ctdenoise as ctd
-    from check_cases import recorded_cases
+    from check_cases import real_scan, recorded_cases
     from phantom_check import SETTINGS_2D, abdomen, judge, quality, shepp_logan
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("phantom", choices=["abdomen 384", "abdomen 512", "Shepp-Logan 256", "Catphan slice", "Siemens slice", "CT1 slice"])
@@ -168,10 +168,8 @@ def main():
     data = pathlib.Path(args.data)
 
     def real_slice(path):
-        image, meta = ctd.read(path)
-        if image.ndim == 3:
-            image = image[image.shape[0] // 2]
-        return lambda: np.asarray(image, dtype=np.float64), float(meta.spacing_xyz[0])
+        image, spacing = real_scan(path)
+        return lambda: image, spacing
 
     real = {"Catphan slice": lambda: real_slice(data / "dicom_catphan_philips_brilliance64" / "dicom_file01.dcm"),
             "Siemens slice": lambda: real_slice(data / "dicom_series_siemens_biograph_mct_20slices" / "original_jpeg2000_lossless"),
