@@ -156,10 +156,20 @@ std::optional<ScanMap> scan_map(const ImageReads& image, const Sample& s, const 
   std::vector<i64> distinct = middles;
   std::sort(distinct.begin(), distinct.end());
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  // Only slices that hold a body in air are projected: an end slice where the body reaches the
+  // border (the TotalSegmentator abdomen's lowest, 77 % of its border air) has no rays to tell,
+  // and its blocks take the nearest projected slice's. Where fewer than half are, the image is a
+  // crop of a body, not a scan's field of view: no map.
   ScanMap map;
-  for (std::size_t k = 0; k < std::min(kMapSlices, distinct.size()); ++k) {
-    map.slices.push_back(distinct[k * distinct.size() / std::min(kMapSlices, distinct.size())]);
+  std::vector<Attenuation> attenuations;
+  const std::size_t candidates = std::min(kMapSlices, distinct.size());
+  for (std::size_t k = 0; k < candidates; ++k) {
+    const i64 z = distinct[k * distinct.size() / candidates];
+    Volume slice(Dims{d.nx, d.ny, 1});
+    image.copy_blocks({{0, 0, z}}, slice.dims(), slice.view());
+    if (auto a = attenuation_of(slice, padding)) map.slices.push_back(z), attenuations.push_back(std::move(*a));
   }
+  if (2 * map.slices.size() < candidates) return std::nullopt;
   assign_slices(map, s);
   map.nx = d.nx, map.ny = d.ny;
   // The tiles' log pseudo-residual sigmas (flat parts). Where they spread less than
@@ -194,14 +204,8 @@ std::optional<ScanMap> scan_map(const ImageReads& image, const Sample& s, const 
 
   const Coarse coarse = coarse_of(d.nx, d.ny);
   double largest = 0;
-  std::vector<double> airs, bodies;
-  for (i64 z : map.slices) {
-    Volume slice(Dims{d.nx, d.ny, 1});
-    image.copy_blocks({{0, 0, z}}, slice.dims(), slice.view());
-    const auto a = attenuation_of(slice, padding);
-    if (!a) return std::nullopt;
-    airs.push_back(a->air), bodies.push_back(a->body);
-    map.integrals.push_back(project(a->values, d.nx, d.ny, coarse));
+  for (const Attenuation& a : attenuations) {
+    map.integrals.push_back(project(a.values, d.nx, d.ny, coarse));
     largest = std::max(largest, *std::max_element(map.integrals.back().begin(), map.integrals.back().end()));
   }
   if (!(largest > 0)) return std::nullopt;
@@ -210,7 +214,7 @@ std::optional<ScanMap> scan_map(const ImageReads& image, const Sample& s, const 
   std::vector<double> intensities;  // each tile's attenuation relative to its slice's body (log)
   for (std::size_t t = 0; t < used.size(); ++t) {
     const std::size_t slice = slice_of_tile[t];
-    intensities.push_back(std::log(std::max(0.1, (used[t]->flat_median - airs[slice]) / bodies[slice])));
+    intensities.push_back(std::log(std::max(0.1, (used[t]->flat_median - attenuations[slice].air) / attenuations[slice].body)));
   }
 
   // Each tile's log level against the map's log noise level there: half the log of the mean over
