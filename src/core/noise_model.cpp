@@ -11,6 +11,7 @@
 #include <cmath>
 #include <future>
 #include <limits>
+#include <optional>
 #include <vector>
 
 namespace ctd {
@@ -54,7 +55,60 @@ NoiseModel estimate_noise_model_device(const float* device_image, const Dims& di
   return detail::estimate_noise_model(*detail::device_reads(device_image, dims, stream));
 }
 
-NoiseModel detail::estimate_noise_model(const ImageReads& reads) {
+namespace {
+
+// Half of the lags (D is even in d) of the box one voxel wider than the model in-plane, with
+// radius_z slices either way.
+std::vector<Lag> lags_of(int radius_z) {
+  const int outer = kLagRadiusXy + 1;
+  std::vector<Lag> lags;
+  for (int dz = 0; dz <= radius_z; ++dz)
+    for (int dy = -outer; dy <= outer; ++dy)
+      for (int dx = -outer; dx <= outer; ++dx)
+        if (dz > 0 || dy > 0 || (dy == 0 && dx > 0)) lags.push_back({dx, dy, dz});
+  return lags;
+}
+
+// The image's blocks in scan order, at most kMaxBlocks of them evenly spread.
+std::vector<Block> blocks_of(const Dims& d) {
+  const i64 per_row = d.nx / kBlock, per_slice = per_row * (d.ny / kBlock), all_blocks = per_slice * d.nz;
+  const i64 judged_blocks = std::min(all_blocks, kMaxBlocks);
+  std::vector<Block> blocks(static_cast<std::size_t>(judged_blocks));
+  for (i64 i = 0; i < judged_blocks; ++i) {
+    const i64 b = i * all_blocks / judged_blocks;
+    blocks[std::size_t(i)] = {b % per_row * kBlock, b % per_slice / per_row * kBlock, b / per_slice};
+  }
+  return blocks;
+}
+
+// The blocks judged flat: anatomy adds to the second differences wherever the image is not flat,
+// so the noise is read in the blocks whose activity (mean D^2 over the in-plane lags one voxel
+// past the model's, 6 C(0) for noise alone) is low (flat_anchor, is_flat). Where the noise level
+// varies (it is lower in the air around a body than in its middle), this reads the quieter parts:
+// under-reading the noise errs towards too little smoothing, never towards erased anatomy.
+// nullopt when no block could be judged.
+std::optional<std::vector<Block>> flat_of(const BlockReads& block_reads, const std::vector<Block>& blocks) {
+  const std::vector<Lag> shell_lags = ring(lags_of(0), kLagRadiusXy + 1);
+  std::vector<double> activity(blocks.size());
+  const LagSums shell = block_reads.sums(blocks, shell_lags);
+  for (std::size_t b = 0; b < blocks.size(); ++b) activity[b] = activity_of(shell, b, 0, shell_lags.size());
+  const double anchor = flat_anchor(activity);
+  if (std::isnan(anchor)) return std::nullopt;
+  std::vector<Block> flat;
+  for (std::size_t b = 0; b < blocks.size(); ++b) {
+    if (is_flat(activity[b], anchor)) flat.push_back(blocks[b]);
+  }
+  return flat;
+}
+
+}  // namespace
+
+std::vector<detail::LagArea> detail::flat_places(const ImageReads& reads) {
+  const BlockReads block_reads{reads, reads.spikes().padding};
+  return flat_of(block_reads, blocks_of(reads.dims())).value_or(std::vector<Block>{});
+}
+
+NoiseModel detail::estimate_noise_model(const ImageReads& reads, const std::vector<LagArea>* places) {
   const Dims d = reads.dims();
   NoiseModel m;
   m.radius_xy = kLagRadiusXy;
@@ -80,45 +134,19 @@ NoiseModel detail::estimate_noise_model(const ImageReads& reads) {
   // of covariance C, E[D(d)^2] = 6 C(0) - 8 C(d) + 2 C(2d). Each is read over 8 x 8 areas of a
   // slice (ImageReads::lag_sums), left out where it needs a voxel outside the image or padding.
   const int outer = m.radius_xy + 1;
-  std::vector<Lag> lags;
-  for (int dz = 0; dz <= m.radius_z; ++dz)
-    for (int dy = -outer; dy <= outer; ++dy)
-      for (int dx = -outer; dx <= outer; ++dx)
-        if (dz > 0 || dy > 0 || (dy == 0 && dx > 0)) lags.push_back({dx, dy, dz});
+  const std::vector<Lag> lags = lags_of(m.radius_z);
 
-  // Flat blocks: anatomy adds to the second differences wherever the image is not flat, so the
-  // noise is read in the blocks whose activity (mean D^2 over the outer in-plane lags, 6 C(0) for
-  // noise alone) is low (flat_anchor, is_flat). Where the noise level varies (it is lower in
-  // the air around a body than in its middle), this reads the quieter parts: under-reading the
-  // noise errs towards too little smoothing, never towards erased anatomy.
-  const i64 bx = kBlock, by = kBlock;
   static_assert(kBlock == detail::kLagArea);
-  // The blocks in scan order, at most kMaxBlocks of them evenly spread.
-  const i64 per_row = d.nx / bx, per_slice = per_row * (d.ny / by), all_blocks = per_slice * d.nz;
-  const i64 judged_blocks = std::min(all_blocks, kMaxBlocks);
-  std::vector<Block> blocks(static_cast<std::size_t>(judged_blocks));
-  for (i64 i = 0; i < judged_blocks; ++i) {
-    const i64 b = i * all_blocks / judged_blocks;
-    blocks[std::size_t(i)] = {b % per_row * bx, b % per_slice / per_row * by, b / per_slice};
-  }
+  const i64 bx = kBlock, by = kBlock;
+  const std::vector<Block> blocks = places ? *places : blocks_of(d);
   const BlockReads block_reads{reads, padding};
-  const std::vector<Lag> shell_lags = ring(lags, outer);
-  std::vector<double> activity(blocks.size());
-  {
-    const LagSums shell = block_reads.sums(blocks, shell_lags);
-    for (std::size_t b = 0; b < blocks.size(); ++b) activity[b] = activity_of(shell, b, 0, shell_lags.size());
-  }
-
   auto fall_back_model = [&] {
     pseudo_residual_sigma();
     return fall_back(m, block_reads, blocks, lags);
   };
-  const double anchor = flat_anchor(activity);
-  if (std::isnan(anchor)) return fall_back_model();
-  std::vector<Block> flat;
-  for (std::size_t b = 0; b < blocks.size(); ++b) {
-    if (is_flat(activity[b], anchor)) flat.push_back(blocks[b]);
-  }
+  const std::optional<std::vector<Block>> judged = places ? std::optional(*places) : flat_of(block_reads, blocks);
+  if (!judged || judged->empty()) return fall_back_model();
+  const std::vector<Block>& flat = *judged;
   m.flat_blocks = i64(flat.size());
   // At most about kMaxTriples differences per lag: every step-th flat block.
   const std::size_t step = std::max<std::size_t>(1, std::size_t(i64(flat.size()) * bx * by / kMaxTriples));

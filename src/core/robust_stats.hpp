@@ -207,7 +207,11 @@ inline double robust_sigma(std::vector<double> values) {
 NoiseEstimate estimate_noise_without(const ImageReads& reads, NoiseEstimator estimator, const Excluded& padding,
                                      std::int64_t max_samples = 1000000, std::int64_t z0 = 0, std::int64_t nz = -1);
 
-// estimate_noise_model of the image `reads` reads (src/core/noise_model.cpp).
-NoiseModel estimate_noise_model(const ImageReads& reads);
+// estimate_noise_model of the image `reads` reads (src/core/noise_model.cpp); with `places`, the
+// noise read in those 8 x 8 blocks instead of the image's flattest.
+NoiseModel estimate_noise_model(const ImageReads& reads, const std::vector<LagArea>* places = nullptr);
+// The 8 x 8 blocks whose noise estimate_noise_model reads: the image's flattest (none where none
+// could be judged).
+std::vector<LagArea> flat_places(const ImageReads& reads);
 
 }  // namespace ctd::detail

@@ -499,7 +499,8 @@ namespace {
 // The distance of the image's model from a whole slice of each window's noise, made with the map:
 // the squared differences of their correlations at kWindowLags (the windows' slices made in one
 // pass, each as alone).
-std::vector<double> window_distances(const ScanMap& map, const NoiseModel& noise, std::uint64_t seed) {
+std::vector<double> window_distances(const ScanMap& map, const NoiseModel& noise, const std::vector<LagArea>& image_places,
+                                     std::uint64_t seed) {
   const i64 pool_length = detector_bins(map) + kPoolSlack;
   const std::size_t middle = map.slices.size() / 2;
   const Box whole{0, 0, 0, Dims{map.nx, map.ny, 1}, 0, 0, map.slices[middle], middle};
@@ -509,10 +510,15 @@ std::vector<double> window_distances(const ScanMap& map, const NoiseModel& noise
   std::vector<Channel> channels;
   for (std::size_t w = 0; w < kFbpWindows.size(); ++w) channels.push_back({&pools[w], map.attenuation, &slices[w]});
   back_project(map, coarse_of(map.nx, map.ny), channels, pool_length, {1.0}, kWindowViews, seed + 2, {whole});
+  // Each slice's model read in the image's flattest blocks (every slice's brought to this one),
+  // where given; else in the slice's own.
+  std::vector<LagArea> places = image_places;
+  for (LagArea& p : places) p.z = 0;
   // The five slices' models side by side: each has stretches on one thread (16 host cores idle).
   std::vector<double> distances(slices.size());
   cpu::for_each_piece(i64(slices.size()), 1, 0, [&](i64 w, i64, i64) {
-    const NoiseModel model = estimate_noise_model(slices[std::size_t(w)].view());
+    const NoiseModel model = places.empty() ? estimate_noise_model(slices[std::size_t(w)].view())
+                                            : estimate_noise_model(*host_reads(slices[std::size_t(w)].view()), &places);
     double distance = 0;
     for (const auto& [dx, dy] : kWindowLags) distance += std::pow(model.correlation(dx, dy, 0) - noise.correlation(dx, dy, 0), 2);
     distances[std::size_t(w)] = distance;
@@ -522,7 +528,8 @@ std::vector<double> window_distances(const ScanMap& map, const NoiseModel& noise
 
 }  // namespace
 
-ScanProbe scan_probe(const Sample& s, const NoiseModel& noise, const ScanMap& map, std::string_view window, std::uint64_t seed) {
+ScanProbe scan_probe(const Sample& s, const NoiseModel& noise, const ScanMap& map, std::string_view window,
+                     const std::vector<LagArea>& image_places, std::uint64_t seed) {
   const Coarse coarse = coarse_of(map.nx, map.ny);
   const i64 pool_length = detector_bins(map) + kPoolSlack;
   ScanProbe probe;
@@ -530,7 +537,7 @@ ScanProbe scan_probe(const Sample& s, const NoiseModel& noise, const ScanMap& ma
   // Whether the image's texture is an FBP filter's at all: the nearest window's distance (the
   // chosen window's own was over 0.05 on the Catphan's own noise, which the nearest reads at
   // 0.01 and whose scan-like probe it then lost).
-  const std::vector<double> distances = window_distances(map, noise, seed);
+  const std::vector<double> distances = window_distances(map, noise, image_places, seed);
   probe.texture_distance = *std::min_element(distances.begin(), distances.end());
   const Dims sd = s.image.dims();
   const int views = int(std::clamp<i64>(kProbeVoxelViews / sd.count(), 90, 360));

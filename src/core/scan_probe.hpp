@@ -76,10 +76,18 @@ std::string choose_beam(ScanMap& map, const Sample& s, const NoiseModel& noise, 
 struct ScanProbe {
   Volume noise;
   std::string window;
-  // The squared distance of the correlations at six lags of a whole slice of its noise from the
-  // image's model's (over 0.05: no FBP filter's texture).
+  // The squared distance of the correlations at six lags of a whole slice of the nearest
+  // window's noise from the image's model's (over 0.05: no FBP filter's texture). With
+  // `image_places` (a volume's flattest blocks, flat_places, where the image's model was read)
+  // the slice's correlations are read there, brought to the slice, else in its own flattest
+  // blocks. A scan's noise is finer and weaker in the air than in the body, and pure noise's
+  // flattest blocks are its quietest: the air's texture was compared with the body's (the
+  // TotalSegmentator volume with ramp noise: 0.065-0.10, its added noise itself read 0.07
+  // apart in the two places). A slice has few flat blocks (29 of a 128 x 128 one), too few
+  // to read a texture in: it keeps the slice's own.
   double texture_distance = 0;
 };
-ScanProbe scan_probe(const Sample& s, const NoiseModel& noise, const ScanMap& map, std::string_view window, std::uint64_t seed);
+ScanProbe scan_probe(const Sample& s, const NoiseModel& noise, const ScanMap& map, std::string_view window,
+                     const std::vector<LagArea>& image_places, std::uint64_t seed);
 
 }  // namespace ctd::detail

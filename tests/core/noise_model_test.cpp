@@ -4,7 +4,9 @@
 
 #include "common/ct_phantom.hpp"
 #include "common/test_util.hpp"
+#include "core/image_reads.hpp"
 #include "core/noise_synthesis.hpp"
+#include "core/robust_stats.hpp"
 
 #include <ctdenoise/error.hpp>
 #include <ctdenoise/noise.hpp>
@@ -384,4 +386,42 @@ TEST(NoiseModel, SmallImagesGetWhiteNoiseAndTinyOnesAreRefused) {
   EXPECT_EQ(m.sigma, ctd::estimate_noise(small.view()).sigma);
   const ctd::Volume tiny = testing_util::random_volume({3, 3, 1}, 1);
   EXPECT_TRUE(testing_util::throws_kind([&] { ctd::estimate_noise_model(tiny.view()); }, ctd::ErrorKind::InvalidArgument));
+}
+
+TEST(NoiseModel, TheNoiseIsReadWhereItIsAsked) {
+  // Left half white noise of sigma 20, right half noise of sigma 40 smoothed by [1 4 1] / 6 along
+  // x (correlation 8 / 18 with the next voxel). The flattest blocks are the quieter left half's;
+  // read in given blocks of the right half, the model is the right half's noise (the scan-like
+  // probe compares its texture with the image's where the image's model was read).
+  const ctd::Dims d{128, 96, 1};
+  ctd::Volume image(d);
+  std::mt19937 rng(21);
+  std::normal_distribution<double> normal(0, 1);
+  std::vector<double> white(std::size_t(d.count()));
+  for (double& w : white) w = normal(rng);
+  const double smoothed_sigma = std::sqrt(18.0) / 6;  // [1 4 1] / 6 of unit white noise
+  for (i64 y = 0; y < d.ny; ++y)
+    for (i64 x = 0; x < d.nx; ++x) {
+      const std::size_t i = std::size_t(y * d.nx + x);
+      if (x < d.nx / 2 || x == d.nx - 1) {
+        image.data()[i] = float(20 * white[i]);
+      } else {
+        image.data()[i] = float(40 * (white[i - 1] + 4 * white[i] + white[i + 1]) / 6 / smoothed_sigma);
+      }
+    }
+  const std::unique_ptr<ctd::detail::ImageReads> reads = ctd::detail::host_reads(image.view());
+  const std::vector<ctd::detail::LagArea> flattest = ctd::detail::flat_places(*reads);
+  ASSERT_FALSE(flattest.empty());
+  for (const auto& p : flattest) EXPECT_LT(p.x + 8, d.nx / 2 + 4) << "a flat block at x " << p.x;
+  const ctd::NoiseModel left = ctd::detail::estimate_noise_model(*reads);
+  EXPECT_NEAR(left.sigma, 20, 0.1 * 20);
+  EXPECT_NEAR(left.correlation(1, 0, 0), 0.0, 0.08);
+  std::vector<ctd::detail::LagArea> right;
+  for (i64 y = 8; y + 16 <= d.ny; y += 8)
+    for (i64 x = d.nx / 2 + 8; x + 16 <= d.nx; x += 8) right.push_back({x, y, 0});
+  const ctd::NoiseModel there = ctd::detail::estimate_noise_model(*reads, &right);
+  EXPECT_NEAR(there.sigma, 40, 0.1 * 40);
+  EXPECT_NEAR(there.correlation(1, 0, 0), 8.0 / 18, 0.08);
+  EXPECT_NEAR(there.correlation(0, 1, 0), 0.0, 0.08);
+  EXPECT_EQ(there.flat_blocks, i64(right.size()));
 }

@@ -71,6 +71,25 @@ Scan scan(ctd::Dims dims, double photons, ctd::FbpWindow window) {
   return s;
 }
 
+// A volume of d.nz slices scanned one by one as `scan` does: slice z is section(z) at photons(z)
+// photons per ray and seed seed + z, its noise-free scan the reference.
+template <class Section, class Photons>
+Scan scanned_slices(const ctd::Dims& d, Section&& section, Photons&& photons, std::uint64_t seed) {
+  Scan s{ctd::Volume(d), ctd::Volume(d)};
+  ctd::LowDoseParams p;
+  p.angles = 360;
+  for (i64 z = 0; z < d.nz; ++z) {
+    p.seed = seed + std::uint64_t(z);
+    p.photons = std::numeric_limits<double>::infinity();
+    const ctd::Volume clean = ctd::simulate_low_dose(section(z), p);
+    p.photons = photons(z);
+    const ctd::Volume scanned = ctd::simulate_low_dose(section(z), p);
+    std::copy(clean.data(), clean.data() + d.nx * d.ny, s.reference.data() + z * d.nx * d.ny);
+    std::copy(scanned.data(), scanned.data() + d.nx * d.ny, s.noisy.data() + z * d.nx * d.ny);
+  }
+  return s;
+}
+
 // The FBP filter's taps on a detector of unit pitch, n = 0 .. reach: the ramp |f| (cycles per
 // bin, up to 1/2; Ram-Lak's 1/4 at 0, -1 / (pi n)^2 at odd n), or Hann's window on it,
 // 0.5 (1 + cos(2 pi f)), integrated numerically.
@@ -223,20 +242,9 @@ TEST(ScanProbe, EachSliceMayHaveADoseOfItsOwn) {
   // within each slice it does.
   const ctd::Dims d{160, 144, 24};
   const ctd::Volume section = ct_phantom({d.nx, d.ny, 1});
-  ctd::Volume reference(d), noisy(d);
-  ctd::LowDoseParams p;
-  p.angles = 360;
-  for (i64 z = 0; z < d.nz; ++z) {
-    p.seed = std::uint64_t(100 + z);
-    p.photons = std::numeric_limits<double>::infinity();
-    const ctd::Volume clean = ctd::simulate_low_dose(section, p);
-    p.photons = 1e4 * std::pow(4.0, double(z) / double(d.nz - 1) - 0.5);
-    const ctd::Volume scanned = ctd::simulate_low_dose(section, p);
-    for (i64 i = 0; i < d.nx * d.ny; ++i) {
-      reference.data()[z * d.nx * d.ny + i] = clean.data()[i];
-      noisy.data()[z * d.nx * d.ny + i] = scanned.data()[i];
-    }
-  }
+  const auto [reference, noisy] = scanned_slices(
+      d, [&](i64) -> const ctd::Volume& { return section; },
+      [&](i64 z) { return 1e4 * std::pow(4.0, double(z) / double(d.nz - 1) - 0.5); }, 100);
   ctd::NlmParams params;
   params.search_radius = 2;
   const ctd::AutoChoice h = ctd::auto_nlm_h(noisy.view(), params);
@@ -372,19 +380,8 @@ TEST(ScanProbe, EndSlicesWhereTheBodyReachesTheBorderLeaveTheMapToTheOthers) {
   ctd::Volume cut = section;  // water at both sides of the first slices' field of view
   for (i64 y = 0; y < d.ny; ++y)
     for (i64 x = 0; x < 6; ++x) cut.view()(x, y, 0) = cut.view()(d.nx - 1 - x, y, 0) = 0;
-  ctd::Volume reference(d), noisy(d);
-  ctd::LowDoseParams p;
-  p.angles = 360;
-  for (i64 z = 0; z < d.nz; ++z) {
-    p.seed = std::uint64_t(500 + z);
-    p.photons = std::numeric_limits<double>::infinity();
-    const ctd::Volume& clean = z < 6 ? cut : section;
-    const ctd::Volume noise_free = ctd::simulate_low_dose(clean, p);
-    p.photons = 1e4;
-    const ctd::Volume scanned = ctd::simulate_low_dose(clean, p);
-    std::copy(noise_free.data(), noise_free.data() + d.nx * d.ny, reference.data() + z * d.nx * d.ny);
-    std::copy(scanned.data(), scanned.data() + d.nx * d.ny, noisy.data() + z * d.nx * d.ny);
-  }
+  const auto [reference, noisy] =
+      scanned_slices(d, [&](i64 z) -> const ctd::Volume& { return z < 6 ? cut : section; }, [](i64) { return 1e4; }, 500);
   ctd::NlmParams params;
   params.search_radius = 2;
   const ctd::AutoChoice h = ctd::auto_nlm_h(noisy.view(), params);
