@@ -149,20 +149,16 @@ AutoChoice choose(const detail::ImageReads& image, const NoiseModel& given, doub
       detail::measure_level(*other, noise);
     }
     Sample& scan_sample = other ? *other : sample;
-    detail::assign_slices(*map, scan_sample);
     // In a volume the filter's sample holds few tiles (14-15 of the 3 mm TotalSegmentator
     // volume's at search radius 3), too few to refit the attenuation: it went from the map's 8.5
     // to 4.7 or 9.3 with the patch radius, and h with it. The map's sample holds at least
     // kLeastMapBlocks blocks whatever the filter. And the image's model pools the flattest
     // blocks of many slices, where the probe's texture is then read too (scan_probe).
     const bool volume = !image.dims().is_2d();
-    if (volume && map_sample) {
-      detail::assign_slices(*map, *map_sample);
-      detail::refine_attenuation(*map, *map_sample, noise, 0x5EED);
-      detail::assign_slices(*map, scan_sample);
-    } else {
-      detail::refine_attenuation(*map, scan_sample, noise, 0x5EED);
-    }
+    const Sample& refit_sample = volume && map_sample ? *map_sample : scan_sample;
+    detail::assign_slices(*map, refit_sample);
+    detail::refine_attenuation(*map, refit_sample, noise, 0x5EED);
+    detail::assign_slices(*map, scan_sample);
     const std::string window = detail::choose_beam(*map, scan_sample, noise, 0x5EED);
     probe = detail::scan_probe(scan_sample, noise, *map, window,
                                volume ? detail::flat_places(image) : std::vector<detail::LagArea>{}, 0x5EED);

@@ -517,8 +517,7 @@ std::vector<double> window_distances(const ScanMap& map, const NoiseModel& noise
   // The five slices' models side by side: each has stretches on one thread (16 host cores idle).
   std::vector<double> distances(slices.size());
   cpu::for_each_piece(i64(slices.size()), 1, 0, [&](i64 w, i64, i64) {
-    const NoiseModel model = places.empty() ? estimate_noise_model(slices[std::size_t(w)].view())
-                                            : estimate_noise_model(*host_reads(slices[std::size_t(w)].view()), &places);
+    const NoiseModel model = estimate_noise_model(*host_reads(slices[std::size_t(w)].view()), places.empty() ? nullptr : &places);
     double distance = 0;
     for (const auto& [dx, dy] : kWindowLags) distance += std::pow(model.correlation(dx, dy, 0) - noise.correlation(dx, dy, 0), 2);
     distances[std::size_t(w)] = distance;
