@@ -18,7 +18,11 @@ namespace {
 constexpr double kLeastSliceCorrelation = 0.2;  // below it, the fallback's slices count as independent
 constexpr i64 kMaxFallbackSlices = 64;          // slices whose in-plane sigma the fallback reads
 constexpr i64 kLeastResidualsPerSlice = 1 << 14;  // residuals per slice it reads, at least
-constexpr double kLeastSmoothCorrelation = 0.4;    // below it, the fallback stays white in-plane
+// Below this correlation with the next voxel the fallback stays white in-plane. Anatomy alone
+// lends white and ramp noise's first lags up to 0.28 (the 3 mm TotalSegmentator crops); band-pass
+// noise (0.30 alone) read 0.39 on the 3.2 mm head, where white noise of the pseudo-residual sigma
+// took 0.84 of it (0.4 until 2026-11-29: NLM up to 1.24 dB under-smoothed there).
+constexpr double kLeastSmoothCorrelation = 0.35;
 constexpr double kMaxSmoothGrain = 2.5;  // largest smooth-fallback sigma / pseudo-residual sigma believed
                                          // without the far lags' confirmation
 constexpr double kLevelOff = 0.5;  // largest growth per lag of the far lags' D^2 / its rise from lag 1 to 2
