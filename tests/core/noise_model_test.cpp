@@ -35,6 +35,22 @@ double empirical_correlation(const ctd::Volume& v, int dx, int dy) {
   return sxy / sxx;
 }
 
+// A smooth texture (taps of width 31: structure coarser than the model's lags), 150 HU: its
+// second differences keep growing with the lag, so no block's outer lags are believed to be noise.
+ctd::Volume coarse_texture() {
+  std::vector<double> taps(31);
+  for (int k = 0; k < 31; ++k) taps[std::size_t(k)] = std::exp(-0.5 * (k - 15) * (k - 15) / 36.0);
+  return smooth_field({192, 176, 1}, taps, 150, 23);
+}
+
+// The coarse texture under noise smoothed by `taps` along x and y (sigma 30), and that noise.
+std::pair<ctd::Volume, ctd::Volume> under_coarse_texture(const std::vector<double>& taps, std::uint32_t seed) {
+  ctd::Volume noisy = coarse_texture();
+  const ctd::Volume noise = smooth_field(noisy.dims(), taps, 30, seed);
+  for (i64 i = 0; i < noisy.size(); ++i) noisy.data()[i] += noise.data()[i];
+  return {noisy, noise};
+}
+
 }  // namespace
 
 TEST(NoiseModel, WhiteNoiseIsMeasuredWhite) {
@@ -167,29 +183,19 @@ TEST(NoiseModel, SmoothNoiseIsBelievedFarAboveThePseudoResidualSigma) {
 }
 
 TEST(NoiseModel, SmoothAnatomyIsNotReadAsNoise) {
-  // A smooth texture (taps of width 31: structure coarser than the model's lags) under white
-  // noise of sigma 10: its second differences keep growing with the lag, so the flattest
-  // blocks' outer lags are not believed to be noise.
-  std::vector<double> taps(31);
-  for (int k = 0; k < 31; ++k) taps[std::size_t(k)] = std::exp(-0.5 * (k - 15) * (k - 15) / 36.0);
-  const ctd::Volume texture = smooth_field({192, 176, 1}, taps, 150, 23);
-  const ctd::Volume noisy = add_noise(texture, 10, false, 25);
+  // The coarse texture under white noise of sigma 10: the model falls back to white noise.
+  const ctd::Volume noisy = add_noise(coarse_texture(), 10, false, 25);
   const ctd::NoiseModel m = ctd::estimate_noise_model(noisy.view());
   EXPECT_TRUE(m.fell_back_to_white);
   EXPECT_NEAR(m.sigma, 10, 1.5);
 }
 
 TEST(NoiseModel, SmoothNoiseUnderCoarseAnatomyKeepsItsCorrelation) {
-  // The coarse texture of SmoothAnatomyIsNotReadAsNoise under smooth noise ([1 3 1] along x and
+  // The coarse texture under smooth noise ([1 3 1] along x and
   // y, sigma 30) instead of white: the outer lags hold anatomy, so the model falls back, and the
   // first two lags still show the noise's level and correlation (white noise of the
   // pseudo-residual sigma, as before, read 15.4).
-  std::vector<double> taps(31);
-  for (int k = 0; k < 31; ++k) taps[std::size_t(k)] = std::exp(-0.5 * (k - 15) * (k - 15) / 36.0);
-  const ctd::Volume texture = smooth_field({192, 176, 1}, taps, 150, 23);
-  const ctd::Volume noise = smooth_field(texture.dims(), {1, 3, 1}, 30, 31);
-  ctd::Volume noisy = texture;
-  for (i64 i = 0; i < noisy.size(); ++i) noisy.data()[i] += noise.data()[i];
+  const auto [noisy, noise] = under_coarse_texture({1, 3, 1}, 31);
   const ctd::NoiseModel m = ctd::estimate_noise_model(noisy.view());
   EXPECT_FALSE(m.fell_back_to_white);
   EXPECT_LT(m.pseudo_residual_sigma, 0.6 * m.sigma);
@@ -199,17 +205,12 @@ TEST(NoiseModel, SmoothNoiseUnderCoarseAnatomyKeepsItsCorrelation) {
 }
 
 TEST(NoiseModel, MildlyCorrelatedNoiseUnderCoarseAnatomyIsReadSmooth) {
-  // The same coarse texture under noise smoothed by [1 5 1] along x and y: correlation 10/27 =
-  // 0.37 with the next voxel, between what anatomy alone lends white noise's first lags (up to
-  // 0.28) and the band-pass noise of the held-out check (0.39). The pseudo-residual sigma sees
+  // The coarse texture under noise smoothed by [1 5 1] along x and y: correlation 10/27 = 0.37
+  // with the next voxel, between what anatomy lent white and ramp noise's first lags on the 3 mm
+  // TotalSegmentator crops (up to 0.28) and the band-pass noise of the held-out check (0.39). The pseudo-residual sigma sees
   // about 0.7 of it (white noise of that sigma, the fallback below 0.35, read 20.6); the first
   // lags' fit sees all of it.
-  std::vector<double> taps(31);
-  for (int k = 0; k < 31; ++k) taps[std::size_t(k)] = std::exp(-0.5 * (k - 15) * (k - 15) / 36.0);
-  const ctd::Volume texture = smooth_field({192, 176, 1}, taps, 150, 23);
-  const ctd::Volume noise = smooth_field(texture.dims(), {1, 5, 1}, 30, 37);
-  ctd::Volume noisy = texture;
-  for (i64 i = 0; i < noisy.size(); ++i) noisy.data()[i] += noise.data()[i];
+  const auto [noisy, noise] = under_coarse_texture({1, 5, 1}, 37);
   const ctd::NoiseModel m = ctd::estimate_noise_model(noisy.view());
   EXPECT_FALSE(m.fell_back_to_white);
   EXPECT_TRUE(m.read_from_first_lags);
