@@ -18,10 +18,10 @@ namespace {
 constexpr double kLeastSliceCorrelation = 0.2;  // below it, the fallback's slices count as independent
 constexpr i64 kMaxFallbackSlices = 64;          // slices whose in-plane sigma the fallback reads
 constexpr i64 kLeastResidualsPerSlice = 1 << 14;  // residuals per slice it reads, at least
-// Below this correlation with the next voxel the fallback stays white in-plane. Anatomy alone
-// lends white and ramp noise's first lags up to 0.28 (the 3 mm TotalSegmentator crops); band-pass
-// noise (0.30 alone) read 0.39 on the 3.2 mm head, where white noise of the pseudo-residual sigma
-// took 0.84 of it (0.4 until 2026-11-29: NLM up to 1.24 dB under-smoothed there).
+// Below this correlation with the next voxel the fallback stays white in-plane. Anatomy lent ramp
+// noise's first lags up to 0.28 (the 3 mm TotalSegmentator crops); band-pass noise (0.30 alone)
+// read 0.39 on the 3.2 mm head, where white noise of the pseudo-residual sigma took 0.84 of it
+// (0.4 until 2026-11-29: NLM up to 1.26 dB under-smoothed there).
 constexpr double kLeastSmoothCorrelation = 0.35;
 constexpr double kMaxSmoothGrain = 2.5;  // largest smooth-fallback sigma / pseudo-residual sigma believed
                                          // without the far lags' confirmation

@@ -206,10 +206,10 @@ TEST(NoiseModel, SmoothNoiseUnderCoarseAnatomyKeepsItsCorrelation) {
 
 TEST(NoiseModel, MildlyCorrelatedNoiseUnderCoarseAnatomyIsReadSmooth) {
   // The coarse texture under noise smoothed by [1 5 1] along x and y: correlation 10/27 = 0.37
-  // with the next voxel, between what anatomy lent white and ramp noise's first lags on the 3 mm
-  // TotalSegmentator crops (up to 0.28) and the band-pass noise of the held-out check (0.39). The pseudo-residual sigma sees
-  // about 0.7 of it (white noise of that sigma, the fallback below 0.35, read 20.6); the first
-  // lags' fit sees all of it.
+  // with the next voxel, between what anatomy lent ramp noise's first lags on the 3 mm
+  // TotalSegmentator crops (up to 0.28) and the band-pass noise of the held-out check (0.39).
+  // The pseudo-residual sigma sees about 0.7 of it (white noise of that sigma, the fallback below
+  // 0.35, read 20.6); the first lags' fit sees all of it.
   const auto [noisy, noise] = under_coarse_texture({1, 5, 1}, 37);
   const ctd::NoiseModel m = ctd::estimate_noise_model(noisy.view());
   EXPECT_FALSE(m.fell_back_to_white);
