@@ -31,13 +31,13 @@ sys.path.insert(0, str(root / "scripts"))
 MU_WATER = 0.02  # 1 / mm
 
 
-def fan_geometry(n, pixel_mm, views=720, source_mm=None):
+def fan_geometry(n, pixel_mm, views=720, source_mm=None, pitch=1.0):
     half = 0.5 * n * pixel_mm * np.sqrt(2)  # the image's half diagonal, mm
     D = source_mm or max(541.0, 1.6 * half)  # source to isocentre
-    # bins on a virtual detector through the centre at the pixel's pitch, covering the fan's
+    # bins on a virtual detector through the centre at `pitch` pixels, covering the fan's
     # shadow of the circle through the image's corners: R D / sqrt(D^2 - R^2) each side
-    nb = int(np.ceil(2 * half * D / np.sqrt(D * D - half * half) / pixel_mm * 1.02)) | 1
-    du = pixel_mm
+    du = pitch * pixel_mm
+    nb = int(np.ceil(2 * half * D / np.sqrt(D * D - half * half) / du * 1.02)) | 1
     u = (np.arange(nb) - (nb - 1) / 2) * du
     beta = np.linspace(0, 2 * np.pi, views, endpoint=False)
     return dict(D=D, u=u, du=du, beta=beta, n=n, pixel=pixel_mm)
@@ -114,11 +114,12 @@ def fbp(p, g, window="ramp"):
     return img * (2 * np.pi / len(g["beta"])) / 2
 
 
-def simulate(clean_hu, pixel_mm, views, window, photons, rng, bowtie=0.0, tcm=False, electronic=0.0):
+def simulate(clean_hu, pixel_mm, views, window, photons, rng, bowtie=0.0, tcm=False, electronic=0.0, pitch=1.0):
     """A fan-beam scan of clean_hu; bowtie: the extra attenuation (line integral) at the fan's edge,
     growing as (u / u_max)^2 (0: none); tcm: the views' photons modulated as exp(max p / 2), mean
-    `photons`; electronic: the sigma of Gaussian counts added to the Poisson counts."""
-    g = fan_geometry(clean_hu.shape[-1], pixel_mm, views)
+    `photons`; electronic: the sigma of Gaussian counts added to the Poisson counts; pitch: the
+    detector's bins, in pixels at the isocentre (2: a zoomed reconstruction)."""
+    g = fan_geometry(clean_hu.shape[-1], pixel_mm, views, pitch=pitch)
     mu = np.clip(MU_WATER * (1 + clean_hu / 1000.0), 0, None)
     p = project(mu, g)
     if photons is not None:
@@ -155,13 +156,17 @@ def main():
                         help="the reconstruction kernels: the ramp (Ram-Lak), Hann's or Shepp & Logan's window, or two the "
                              "product does not model: 'soft' (a Gaussian window, a half at half of Nyquist) and 'sharp' "
                              "(the ramp raised by up to 1.5 x at half of Nyquist)")
+    parser.add_argument("--detector-pitch", type=float, default=1.0, metavar="P",
+                        help="the detector's bins, in pixels at the isocentre: above 1, a zoomed (or finer-matrix) "
+                             "reconstruction whose noise is smoother than a pixel (2: the pixel half the bins' pitch)")
     parser.add_argument("--sweeps", metavar="FILE",
                         help="sweep only the cases missing from this --json file of an earlier run (a list of cases, "
                              "or an object with them in 'cases_detail'): take their best and noisy input from it "
                              "(the scans are seeded: the same images)")
     args = parser.parse_args()
     recorded = recorded_cases(args.sweeps, lambda c: (c["phantom"], c["window"], c["bowtie"], c.get("tcm", False),
-                                                      c.get("electronic", 0.0), c["photons"], c["setting"]), "cases_detail")
+                                                      c.get("electronic", 0.0), c.get("detector_pitch", 1.0), c["photons"], c["setting"]),
+                                "cases_detail")
     phantoms = {"abdomen 384": (lambda: abdomen((384, 384), 1), 0.9), "abdomen 512": (lambda: abdomen((512, 512), 2), 0.7),
                 "Shepp-Logan 256": (lambda: shepp_logan(256), 0.9)}
     # Real slices as the scanned object (HU; their own noise, 5-11 HU, stays in the reference).
@@ -181,22 +186,24 @@ def main():
     bowties = [2.0] if args.tcm or args.electronic else [0.0, 2.0]
     scans = [(window, bowtie) for bowtie in bowties for window in args.windows]
     for window, bowtie in scans:
-        reference = simulate(clean, px, 720, window, None, None)
+        reference = simulate(clean, px, 720, window, None, None, pitch=args.detector_pitch)
         for photons in args.photons:
             rng = np.random.default_rng(7 + int(photons) + int(bowtie * 10) + 3 * args.tcm + int(args.electronic))
-            noisy = simulate(clean, px, 720, window, photons, rng, bowtie, args.tcm, args.electronic).astype(np.float32)
+            noisy = simulate(clean, px, 720, window, photons, rng, bowtie, args.tcm, args.electronic,
+                             args.detector_pitch).astype(np.float32)
             noisy_q = quality(noisy, reference)
             for setting, kind, kw in settings:
                 f = ctd.nlm if kind == "nlm" else ctd.bilateral
-                old = recorded.get((args.phantom, window, bowtie, args.tcm, args.electronic, photons, setting))
+                old = recorded.get((args.phantom, window, bowtie, args.tcm, args.electronic, args.detector_pitch, photons, setting))
                 best = (old["best_value"], *old["best"]) if old else None
                 auto, auto_q, best, within = judge(f, noisy, reference, kw, "cpu", noisy_q, best)
-                case = dict(phantom=args.phantom, window=window, bowtie=bowtie, tcm=args.tcm, electronic=args.electronic, photons=photons, setting=setting,
+                case = dict(phantom=args.phantom, window=window, bowtie=bowtie, tcm=args.tcm, electronic=args.electronic,
+                            detector_pitch=args.detector_pitch, photons=photons, setting=setting,
                             auto_value=auto["value"], auto=auto_q, best_value=best[0], best=best[1:], noisy=noisy_q,
                             within=within, noise_over_image=auto["noise_over_image"], scan_fit=auto["scan_fit"],
                             scan_source=auto["scan_source"])
                 cases.append(case)
-                print(f"{args.phantom} | fan {window} bowtie {bowtie}{' tcm' if args.tcm else ''}{f' electronic {args.electronic:g}' if args.electronic else ''} I0 {photons:.2g} | {setting}: auto {auto['value']:.1f} "
+                print(f"{args.phantom} | fan {window} bowtie {bowtie}{f' pitch {args.detector_pitch:g}' if args.detector_pitch != 1 else ''}{' tcm' if args.tcm else ''}{f' electronic {args.electronic:g}' if args.electronic else ''} I0 {photons:.2g} | {setting}: auto {auto['value']:.1f} "
                       f"({auto_q[0]:.2f}/{auto_q[1]:.4f}) best {best[0]:.1f} ({best[1]:.2f}/{best[2]:.4f}) "
                       f"{'ok' if case['within'] else 'MISS'} | {auto['noise_over_image']}", flush=True)
     if args.json:

@@ -174,24 +174,29 @@ NoiseModel detail::estimate_noise_model(const ImageReads& reads, const std::vect
   for (std::size_t l = 0; l < lags.size(); ++l) {
     if (lags[l].dz == 0 && std::max(std::abs(lags[l].dx), std::abs(lags[l].dy)) == outer) shell.push_back(variance[l] / 6);
   }
-  // A level over kMaxGrain x the pseudo-residual sigma (robust, and blind to anything coarser
-  // than one voxel) is not believed: smooth reconstruction kernels make the two differ (2.4x
-  // for a Hann-apodised FBP at fine pixels), but a larger gap is anatomy read as noise at the
-  // outer lags, and then the measured correlation is anatomy's too. The model falls back to
-  // white noise of the pseudo-residual sigma: too little noise errs towards too little
-  // smoothing, never towards erased anatomy.
-  const double measured = detail::median(shell);
-  if (measured > kMaxGrain * kMaxGrain * pseudo_residual_sigma() * pseudo_residual_sigma()) return fall_back_model();
   // Noise correlated over a few voxels gives second differences whose mean square levels off
   // (6 C(0)) once the lag is past its reach; anatomy's keep growing with the lag. Where the outer
   // shell reads more than kMaxRise x the level at lag 3, the flattest blocks still hold anatomy
   // (a coarse, resampled scan), and the model does not believe them.
+  const double measured = detail::median(shell);
   std::vector<double> inner;
   for (std::size_t l = 0; l < lags.size(); ++l) {
     if (lags[l].dz == 0 && std::max(std::abs(lags[l].dx), std::abs(lags[l].dy)) == 3) inner.push_back(variance[l] / 6);
   }
   const double at_lag3 = detail::median(inner);
   if (measured > kMaxRise * kMaxRise * at_lag3) return fall_back_model();
+  // A level over kMaxGrain x the pseudo-residual sigma (robust, and blind to anything coarser
+  // than one voxel) is not believed at once: smooth reconstruction kernels make the two differ
+  // (2.4 x for a Hann-apodised FBP at fine pixels), but a larger gap may be anatomy read as noise
+  // at the outer lags, and then the measured correlation is anatomy's too. The fallback's smooth
+  // fit is tried first (white noise blurred by 1.2 voxels, 3-4.3 x: its Gaussian reaches past
+  // these lags, and the fit reads its level 2-20 % higher, nearer the truth). Where that finds
+  // no smooth noise, the level that levelled off stands: a reconstruction at pixels finer than
+  // its detector's bins (Hann's window at half their pitch: 4 x) fell back to white noise of
+  // the pseudo-residual sigma, a fourth of its level (NLM up to 2.2 dB under-smoothed).
+  if (measured > kMaxGrain * kMaxGrain * pseudo_residual_sigma() * pseudo_residual_sigma()) {
+    if (NoiseModel smooth = fall_back_model(); !smooth.fell_back_to_white) return smooth;
+  }
   // What rise there is, within that limit, is the flat blocks' anatomy (their noise has levelled
   // off). Its share of E[D^2] is taken as growing with the square of the lag, at the rate measured
   // between lags 3 and 5, and taken off every lag, so that neither the level nor the correlation
