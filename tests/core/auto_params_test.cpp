@@ -20,6 +20,7 @@ using ctd_test::best_psnr;
 using ctd_test::ct_phantom;
 using testing_util::add_noise;
 using testing_util::gaussian_taps;
+using testing_util::noise_inside;
 using testing_util::smooth_field;
 
 // Poisson counts read in the image's units, as image-domain low-dose simulations make noise:
@@ -248,9 +249,7 @@ TEST(AutoParams, SmoothNoiseIsJudgedOnBlocksWithMargins) {
   const ctd::Volume clean = ct_phantom({768, 720, 1});
   ASSERT_GT(clean.dims().count(), ctd::kAutoWholeSliceVoxels);
   const ctd::Volume noise = smooth_field(clean.dims(), gaussian_taps(2.0), 60, 71);
-  ctd::Volume noisy = clean;
-  for (i64 i = 0; i < noisy.size(); ++i)
-    if (clean.data()[i] > -1024) noisy.data()[i] += noise.data()[i];
+  const ctd::Volume noisy = noise_inside(clean, noise);
   ctd::NlmParams nlm;
   nlm.search_radius = 5;
   const ctd::AutoChoice h = ctd::auto_nlm_h(noisy.view(), nlm);

@@ -21,6 +21,7 @@ using i64 = std::int64_t;
 using ctd_test::ct_phantom;
 using testing_util::add_noise;
 using testing_util::gaussian_taps;
+using testing_util::noise_inside;
 using testing_util::smooth_field;
 
 double empirical_correlation(const ctd::Volume& v, int dx, int dy) {
@@ -172,10 +173,7 @@ TEST(NoiseModel, SmoothNoiseIsBelievedFarAboveThePseudoResidualSigma) {
   // differences see under half of the noise, the model sees all of it.
   const ctd::Volume clean = ct_phantom({256, 224, 1});
   const ctd::Volume noise = smooth_field(clean.dims(), {1, 2, 1}, 30, 21);
-  ctd::Volume noisy = clean;
-  for (i64 i = 0; i < noisy.size(); ++i) {
-    if (clean.data()[i] > -1024) noisy.data()[i] += noise.data()[i];
-  }
+  const ctd::Volume noisy = noise_inside(clean, noise);
   const ctd::NoiseModel m = ctd::estimate_noise_model(noisy.view());
   EXPECT_FALSE(m.fell_back_to_white);
   EXPECT_LT(m.pseudo_residual_sigma, 0.5 * m.sigma);
@@ -196,10 +194,7 @@ TEST(NoiseModel, BandLimitedNoiseFarAboveThePseudoResidualSigmaIsBelieved) {
   }
   const ctd::Volume clean = ct_phantom({256, 224, 1});
   const ctd::Volume noise = smooth_field(clean.dims(), taps, 30, 41);
-  ctd::Volume noisy = clean;
-  for (i64 i = 0; i < noisy.size(); ++i) {
-    if (clean.data()[i] > -1024) noisy.data()[i] += noise.data()[i];
-  }
+  const ctd::Volume noisy = noise_inside(clean, noise);
   const ctd::NoiseModel m = ctd::estimate_noise_model(noisy.view());
   EXPECT_FALSE(m.fell_back_to_white);
   EXPECT_LT(m.pseudo_residual_sigma, m.sigma / 3);
@@ -253,11 +248,9 @@ TEST(NoiseModel, WideSmoothNoiseIsConfirmedByTheFarLags) {
   const ctd::Volume clean = ct_phantom({256, 240, 1});
   const ctd::Volume smooth = smooth_field(clean.dims(), gaussian_taps(1.2), 40, 41);
   const ctd::Volume white = add_noise(ctd::Volume(clean.dims()), 8, false, 43);
-  ctd::Volume noisy = clean, noise(clean.dims());
-  for (i64 i = 0; i < noisy.size(); ++i) {
-    noise.data()[i] = smooth.data()[i] + white.data()[i];
-    if (clean.data()[i] > -1024) noisy.data()[i] += noise.data()[i];
-  }
+  ctd::Volume noise(clean.dims());
+  for (i64 i = 0; i < noise.size(); ++i) noise.data()[i] = smooth.data()[i] + white.data()[i];
+  const ctd::Volume noisy = noise_inside(clean, noise);
   const ctd::NoiseModel m = ctd::estimate_noise_model(noisy.view());
   EXPECT_FALSE(m.fell_back_to_white);
   EXPECT_LT(m.pseudo_residual_sigma, 0.35 * m.sigma);
@@ -288,10 +281,7 @@ TEST(NoiseModel, WideSmoothNoiseCorrelatedAcrossSlices) {
         noise.data()[z * plane + i] = float(acc / std::sqrt(energy));
       }
   }
-  ctd::Volume noisy = clean;
-  for (i64 i = 0; i < noisy.size(); ++i) {
-    if (clean.data()[i] > -1024) noisy.data()[i] += noise.data()[i];
-  }
+  const ctd::Volume noisy = noise_inside(clean, noise);
   double sxy = 0, sxx = 0;  // the noise's correlation with the next slice
   for (i64 i = 0; i + d.nx * d.ny < noise.size(); ++i) {
     sxy += double(noise.data()[i]) * noise.data()[i + d.nx * d.ny];
