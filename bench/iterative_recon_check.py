@@ -27,16 +27,14 @@ sys.path.insert(0, str(root / "scripts"))
 
 
 def sart(clean_hu, pixel_mm, views, iterations, photons, rng):
-    """scikit-image's SART of a parallel-beam scan of `clean_hu` (2D, HU): `views` angles over
-    180 degrees, Poisson counts of `photons` per ray (None: no noise), `iterations` passes.
+    """scikit-image's SART of a parallel-beam scan of `clean_hu` (2D, HU) as
+    phantom_check.scan_rays measures it (`views` angles over 180 degrees, Poisson counts of
+    `photons` per ray; None: no noise), `iterations` passes.
     Returns the reconstruction in HU, the size of `clean_hu`."""
     from skimage.transform import iradon_sart
-    from phantom_check import MU_WATER, line_integrals
+    from phantom_check import MU_WATER, scan_rays
     theta = np.linspace(0.0, 180.0, views, endpoint=False)
-    p = line_integrals(clean_hu, theta, pixel_mm)
-    if photons is not None:
-        counts = rng.poisson(photons * np.exp(-p))
-        p = -np.log(np.maximum(counts, 1) / photons)
+    p = scan_rays(clean_hu, theta, photons, pixel_mm, rng)
     mu = None
     for _ in range(iterations):
         mu = iradon_sart(p / pixel_mm, theta=theta, image=mu)

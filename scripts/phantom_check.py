@@ -113,6 +113,17 @@ def line_integrals(slice_hu, theta, pixel_mm):
     return radon(np.clip(MU_WATER * (1 + slice_hu / 1000.0), 0, None), theta=theta, circle=False) * pixel_mm
 
 
+def scan_rays(slice_hu, theta, photons, pixel_mm, rng):
+    """The line integrals of `slice_hu` (HU, 2D) over the angles `theta` (degrees), parallel beam,
+    as measured with Poisson counts of `photons` incident per ray (None: exact)."""
+    import numpy as np
+    p = line_integrals(slice_hu, theta, pixel_mm)
+    if photons is not None:
+        counts = rng.poisson(photons * np.exp(-p))
+        p = -np.log(np.maximum(counts, 1) / photons)
+    return p
+
+
 def simulate_scan(clean, views, window, photons, pixel_mm, rng):
     """A parallel-beam scan of `clean` (HU, a 2D array or a stack of slices) by scikit-image, an
     implementation independent of ctdenoise's own simulator: the attenuation (water 0.02 / mm)
@@ -124,10 +135,7 @@ def simulate_scan(clean, views, window, photons, pixel_mm, rng):
     theta = np.linspace(0.0, 180.0, views, endpoint=False)
 
     def one(slice_hu):
-        p = line_integrals(slice_hu, theta, pixel_mm)
-        if photons is not None:
-            counts = rng.poisson(photons * np.exp(-p))
-            p = -np.log(np.maximum(counts, 1) / photons)
+        p = scan_rays(slice_hu, theta, photons, pixel_mm, rng)
         mu = iradon(p / pixel_mm, theta=theta, filter_name=window, circle=False, output_size=slice_hu.shape[-1])
         return (mu / MU_WATER - 1) * 1000
 

@@ -239,8 +239,6 @@ inline std::vector<double> blurred_noise(const ctd::Dims& d, double width, unsig
   return filtered_noise(d, taps, seed);
 }
 
-// `clean` plus white noise of `sigma`, optionally smoothed along x by [1 4 1] / 6 (then scaled back
-// to sigma); padding (values below -1024) is left as it is.
 // `clean` with `noise` added inside its field of view: its padding (-3024, below -1024) stays.
 inline ctd::Volume noise_inside(const ctd::Volume& clean, const ctd::Volume& noise) {
   ctd::Volume out = clean;
@@ -249,6 +247,8 @@ inline ctd::Volume noise_inside(const ctd::Volume& clean, const ctd::Volume& noi
   return out;
 }
 
+// `clean` plus white noise of `sigma`, optionally smoothed along x by [1 4 1] / 6 (then scaled back
+// to sigma); padding (values below -1024) is left as it is.
 inline ctd::Volume add_noise(const ctd::Volume& clean, double sigma, bool correlated, std::uint32_t seed) {
   const ctd::Dims d = clean.dims();
   std::vector<double> white(std::size_t(d.count()));
