@@ -35,6 +35,20 @@ def ring_phantom(shape):
     return np.repeat(v[None], nz, axis=0)
 
 
+def poisson_in_image(clean, sigma, rng, dose_per_slice=None):
+    """`clean` (HU) with Poisson counts in proportion to u + 1024 read back: variance sigma^2 at
+    0 HU; below -1024 HU (padding) kept. dose_per_slice: None, "ramp" or "arch" (main's --help)."""
+    import numpy as np
+    scale = sigma * sigma / 1024  # HU per count: var = scale (u + 1024), sigma^2 at 0 HU
+    if dose_per_slice:  # counts in proportion to each slice's dose
+        along = np.linspace(0, 1, clean.shape[0])
+        log_dose = np.log(2) * (1 - 2 * along if dose_per_slice == "ramp" else 2 * np.sin(np.pi * along) - 1)
+        scale = scale / np.exp(log_dose)[:, None, None]
+    counts = np.maximum(clean + 1024, 0) / scale
+    noisy = rng.poisson(counts) * scale - 1024
+    return np.where(clean >= -1024, noisy, clean).astype(np.float32)
+
+
 def main():
     import ctdenoise as ctd
     from check_cases import finish, real_image as real, record
@@ -68,15 +82,7 @@ def main():
         settings = [s for s in (SETTINGS_3D if clean.ndim == 3 else SETTINGS_2D)
                     if s[0] in ("NLM search 5 patch 1", "NLM search 3 patch 1", "bilateral sigma_s 1 vox")]
         for sigma in args.sigma:
-            rng = np.random.default_rng(17 + int(sigma))
-            scale = sigma * sigma / 1024  # HU per count: var = scale (u + 1024), sigma^2 at 0 HU
-            if args.dose_per_slice:  # counts in proportion to each slice's dose
-                along = np.linspace(0, 1, clean.shape[0])
-                log_dose = np.log(2) * (1 - 2 * along if args.dose_per_slice == "ramp" else 2 * np.sin(np.pi * along) - 1)
-                scale = scale / np.exp(log_dose)[:, None, None]
-            counts = np.maximum(clean + 1024, 0) / scale
-            noisy = rng.poisson(counts) * scale - 1024
-            noisy = np.where(clean >= -1024, noisy, clean).astype(np.float32)
+            noisy = poisson_in_image(clean, sigma, np.random.default_rng(17 + int(sigma)), args.dose_per_slice)
             noisy_q = quality(noisy, clean)
             for setting, kind, kw in settings:
                 f = ctd.nlm if kind == "nlm" else ctd.bilateral

@@ -403,6 +403,31 @@ TEST(AutoParams, TheLevelFollowsTheValuesWhereTheNoiseDoes) {
   EXPECT_GT(ctd::psnr(clean.view(), run_bf(r.value).view(), 2000), best_psnr(clean, r.value, run_bf) - 0.3);
 }
 
+TEST(AutoParams, TheLevelsThatFollowTheValuesAreReadAlikeInEveryUnit) {
+  // The same image in HU, as stored (HU + 1024), in attenuation per mm and scaled to [0, 1]
+  // (as learning pipelines hold CT): NLM's h and the bilateral filter's sigma_r are in the image's
+  // units, and so the same in HU once divided by the gain. The texture was read on the sample
+  // divided by each voxel's level, which hung on where the values' zero lies: on this phantom
+  // NLM's h was 79 in HU, 59 as stored and 61 in attenuation.
+  const ctd::Dims d{320, 288, 1};
+  const ctd::Volume noisy = poisson_in_image(ct_phantom(d), 30, 67);
+  ctd::NlmParams p;
+  p.search_radius = 4;
+  ctd::BilateralParams bf;
+  bf.sigma_spatial = 1.0f;
+  const ctd::AutoChoice h = ctd::auto_nlm_h(noisy.view(), p), r = ctd::auto_bilateral_sigma_range(noisy.view(), bf);
+  ASSERT_EQ(h.noise_over_image, "intensity levels");
+  for (const auto& [gain, offset] : {std::pair{1.0, 1024.0}, std::pair{0.0193 / 1000, 0.0193}, std::pair{1.0 / 4096, 0.25}}) {
+    SCOPED_TRACE(testing::Message() << "gain " << gain << " offset " << offset);
+    ctd::Volume other = noisy;
+    for (i64 i = 0; i < other.size(); ++i) other.data()[i] = float(gain * noisy.data()[i] + offset);
+    const ctd::AutoChoice h_other = ctd::auto_nlm_h(other.view(), p), r_other = ctd::auto_bilateral_sigma_range(other.view(), bf);
+    EXPECT_EQ(h_other.noise_over_image, "intensity levels");
+    EXPECT_NEAR(h_other.value / gain, h.value, 0.01 * h.value);
+    EXPECT_NEAR(r_other.value / gain, r.value, 0.01 * r.value);
+  }
+}
+
 TEST(AutoParams, TheLevelFollowsTheValuesInAVolumeWhoseAirIsAThinRing) {
   // The same noise on a volume whose air is a ring 12-22 voxels wide between the body and the
   // padding: the sample's air tiles are mostly padding and body, their flat parts too thin (under
