@@ -1,7 +1,7 @@
 """The per-case line, record and summary shared by the bench checks that judge the automatic
 values against a sweep's best (smooth_noise_check.py, strong_noise_check.py,
-poisson_noise_check.py, coarse_scan_check.py), the cases of an earlier run and the real scans they
-read."""
+poisson_noise_check.py, coarse_scan_check.py, units_check.py), the cases of an earlier run, the
+real scans they read, and the objects and filter settings they run."""
 import json, pathlib
 
 
@@ -45,3 +45,16 @@ def real_scan(path, volume=False):
 def real_image(path, volume=False):
     """A real scan as float64 in HU: its middle slice, or the whole volume."""
     return real_scan(path, volume)[0]
+
+
+def objects_and_settings(objects, only):
+    """(name, image, settings) of each object of `objects` ({name: function making the image, HU})
+    whose name holds one of `only`: NLM search 5 patch 1 (3D: search 3) and the bilateral filter at
+    sigma_s 1 voxel, as scripts/phantom_check.py names them."""
+    from phantom_check import SETTINGS_2D, SETTINGS_3D
+    for name, make in objects.items():
+        if not any(o in name for o in only):
+            continue
+        clean = make()
+        yield name, clean, [s for s in (SETTINGS_3D if clean.ndim == 3 else SETTINGS_2D)
+                            if s[0] in ("NLM search 5 patch 1", "NLM search 3 patch 1", "bilateral sigma_s 1 vox")]

@@ -51,8 +51,8 @@ def poisson_in_image(clean, sigma, rng, dose_per_slice=None):
 
 def main():
     import ctdenoise as ctd
-    from check_cases import finish, real_image as real, record
-    from phantom_check import SETTINGS_2D, SETTINGS_3D, abdomen, judge, quality, shepp_logan
+    from check_cases import finish, objects_and_settings, real_image as real, record
+    from phantom_check import abdomen, judge, quality, shepp_logan
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sigma", type=float, nargs="+", default=[30, 60], help="the noise's standard deviation at water (0 HU)")
     parser.add_argument("--data", default=str(root.parent / "shared" / "data"), help="../shared/data")
@@ -73,14 +73,9 @@ def main():
                "CT1 slice": lambda: real(data / "dicom_wg04_ct1_ge" / "CT1_UNC.dcm"),
                "Siemens series": lambda: real(data / "dicom_series_siemens_biograph_mct_20slices" / "original_jpeg2000_lossless", True)}
     cases = []
-    for name, make in objects.items():
-        if not any(o in name for o in args.only):
-            continue
-        clean = make()
+    for name, clean, settings in objects_and_settings(objects, args.only):
         if args.dose_per_slice and clean.ndim != 3:
             continue
-        settings = [s for s in (SETTINGS_3D if clean.ndim == 3 else SETTINGS_2D)
-                    if s[0] in ("NLM search 5 patch 1", "NLM search 3 patch 1", "bilateral sigma_s 1 vox")]
         for sigma in args.sigma:
             noisy = poisson_in_image(clean, sigma, np.random.default_rng(17 + int(sigma)), args.dose_per_slice)
             noisy_q = quality(noisy, clean)

@@ -22,8 +22,8 @@ sys.path.insert(0, str(root / "scripts"))
 
 def main():
     import ctdenoise as ctd
-    from check_cases import finish, real_image as real, record
-    from phantom_check import SETTINGS_2D, SETTINGS_3D, abdomen, judge, quality, shepp_logan
+    from check_cases import finish, objects_and_settings, real_image as real, record
+    from phantom_check import abdomen, judge, quality, shepp_logan
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--blur", type=float, nargs="+", default=[1.6, 2.0], help="the Gaussian's sigma in voxels (0: white noise)")
     parser.add_argument("--sigma", type=float, nargs="+", default=[30, 60], help="the noise's standard deviation, HU")
@@ -47,12 +47,7 @@ def main():
                "Siemens series": lambda: real(data / "dicom_series_siemens_biograph_mct_20slices" / "original_jpeg2000_lossless", True)}
     cases = []
     for blur in args.blur:
-        for name, make in objects.items():
-            if not any(o in name for o in args.only):
-                continue
-            clean = make()
-            settings = [s for s in (SETTINGS_3D if clean.ndim == 3 else SETTINGS_2D)
-                        if s[0] in ("NLM search 5 patch 1", "NLM search 3 patch 1", "bilateral sigma_s 1 vox")]
+        for name, clean, settings in objects_and_settings(objects, args.only):
             in_plane = (0,) * (clean.ndim - 2) + (blur, blur)
             padding = ctd.estimate_noise(clean.astype(np.float32)).excluded_value  # NaN where there is none
             for sigma in args.sigma:

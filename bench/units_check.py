@@ -25,8 +25,8 @@ UNITS = [("HU", 1.0, 0.0), ("stored", 1.0, 1024.0), ("attenuation per mm", 0.019
 
 def main():
     import ctdenoise as ctd
-    from check_cases import finish, real_image as real
-    from phantom_check import SETTINGS_2D, SETTINGS_3D, abdomen, best_of_sweep, quality, shepp_logan, within_goal
+    from check_cases import finish, objects_and_settings, real_image as real
+    from phantom_check import abdomen, best_of_sweep, quality, shepp_logan, within_goal
     from poisson_noise_check import poisson_in_image, ring_phantom
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sigma", type=float, nargs="+", default=[30, 60], help="the noise's standard deviation at water (0 HU)")
@@ -40,12 +40,7 @@ def main():
                "CT1 slice": lambda: real(data / "dicom_wg04_ct1_ge" / "CT1_UNC.dcm"),
                "Siemens slice": lambda: real(data / "dicom_series_siemens_biograph_mct_20slices" / "original_jpeg2000_lossless")}
     cases = []
-    for name, make in objects.items():
-        if not any(o in name for o in args.only):
-            continue
-        clean = make()
-        settings = [s for s in (SETTINGS_3D if clean.ndim == 3 else SETTINGS_2D)
-                    if s[0] in ("NLM search 5 patch 1", "NLM search 3 patch 1", "bilateral sigma_s 1 vox")]
+    for name, clean, settings in objects_and_settings(objects, args.only):
         for sigma in args.sigma:
             noisy = poisson_in_image(clean, sigma, np.random.default_rng(17 + int(sigma)))
             noisy_q = quality(noisy, clean)
