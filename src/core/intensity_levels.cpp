@@ -25,7 +25,7 @@ using i64 = std::int64_t;
 constexpr double kLeastIntensityFit = 0.9;
 constexpr std::size_t kLeastIntensityTiles = 16;
 constexpr double kMostIntensityResidual = 0.5;
-constexpr double kMostTextureMisfit = 1.25;  // the divided sample's level against the one predicted, either way
+constexpr double kMostTextureMisfit = 1.25;  // the transformed sample's level against the one predicted, either way
 // A dose per slice is fitted where the tiles' centres span kLeastDoseSlices slices or more, and
 // kept where its F ratio (the misfit it removes per term over the misfit left per degree of
 // freedom) is at least kLeastDoseF: 710-3800 on phantoms whose dose falls from 2 x to 0.5 x over
@@ -302,7 +302,7 @@ void use_intensity_levels(Sample& s, const IntensityLevels& fit, const NoiseMode
                                               : std::numeric_limits<float>::quiet_NaN();
     }
   });
-  // Believed where the divided sample reads the level the new gain predicts for it (its sigma over
+  // Believed where the transformed sample reads the level the new gain predicts for it (its sigma over
   // the rescale near 1: CT1's chest and whole slices 0.99-1.01); a 3D phantom's sample, whose
   // air's fitted level is near 0 and follows each voxel's noisy neighbourhood, read 3.4 (a
   // correlation of 0.66, levels 1.7 x too high and the bilateral filter 2.4 x the best): it keeps
