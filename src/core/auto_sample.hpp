@@ -35,7 +35,8 @@ struct Sample {
   std::vector<std::uint32_t> tile_of;
   std::string noise_over_image = "one level";  // AutoChoice::noise_over_image
   // Where the level follows the image's values ("intensity levels"): the noise's correlation read
-  // on the sample divided by its levels, at the image's model's sigma (measure_level); else none.
+  // on the sample in units of its levels (their variance-stabilising transform), at the image's
+  // model's sigma (measure_level); else none.
   std::optional<NoiseModel> texture;
   // Where the sample's voxels lie in the image: (x, y, z) of sample voxel (0, 0, 0) of each block
   // of `block` voxels in-plane, blocks running x then y (the image itself: one block at 0).
