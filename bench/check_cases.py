@@ -1,6 +1,6 @@
 """The per-case line, record and summary shared by the bench checks that judge the automatic
 values against a sweep's best (smooth_noise_check.py, strong_noise_check.py,
-poisson_noise_check.py, coarse_scan_check.py, units_check.py), the cases of an earlier run, the
+poisson_noise_check.py, coarse_scan_check.py, units_check.py, thick_slice_check.py), the cases of an earlier run, the
 real scans they read, and the objects and filter settings they run."""
 import json, pathlib
 

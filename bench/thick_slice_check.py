@@ -22,8 +22,8 @@ sys.path.insert(0, str(root / "scripts"))
 def main():
     from scipy.ndimage import convolve1d
     import ctdenoise as ctd
-    from check_cases import finish, real_image, record
-    from phantom_check import SETTINGS_3D, judge, noise, quality
+    from check_cases import finish, objects_and_settings, real_image, record
+    from phantom_check import judge, noise, quality
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--width", type=int, nargs="+", default=[3, 5], help="slices averaged")
     parser.add_argument("--sigma", type=float, nargs="+", default=[30, 60], help="the noise's standard deviation, HU")
@@ -41,10 +41,7 @@ def main():
     siemens = data / "dicom_series_siemens_biograph_mct_20slices" / "original_jpeg2000_lossless"
     objects = {"Siemens 256x256x20": lambda: real_image(siemens, True)[:, 128:384, 128:384], "CThead 192x192x40": cthead}
     cases = []
-    for name, make in objects.items():
-        if not any(o in name for o in args.only):
-            continue
-        clean = make()
+    for name, clean, settings in objects_and_settings(objects, args.only):
         for texture in args.textures:
             for width in args.width:
                 for sigma in args.sigma:
@@ -52,7 +49,7 @@ def main():
                     n = convolve1d(noise(texture, clean.shape, 1.0, rng), np.ones(width) / width, axis=0, mode="wrap")
                     noisy = (clean + n * (sigma / n.std())).astype(np.float32)
                     noisy_q = quality(noisy, clean)
-                    for setting, kind, kw in SETTINGS_3D:
+                    for setting, kind, kw in settings:
                         f = ctd.nlm if kind == "nlm" else ctd.bilateral
                         auto, auto_q, best, within = judge(f, noisy, clean, dict(kw), "cpu", noisy_q)
                         record(cases, f"{name} | {texture} over {width} slices, sigma {sigma:g} | {setting}", auto, auto_q,
