@@ -556,6 +556,29 @@ TEST(AutoSample, TheBlocksSpreadOverTheImageInEveryLayer) {
   EXPECT_EQ(std::unique(layers.begin(), layers.end()) - layers.begin(), 3);
 }
 
+TEST(AutoSample, NoBlockIsTakenTwiceWhereTheCandidatesAreFew) {
+  // The scan-like map's sample asks for 64 blocks of 10 slices; this volume has 75 candidates
+  // (5 x 5 in-plane, 3 layers). Evenly spaced runs of 75 / 64 candidates, each at an offset moved
+  // by the golden ratio, took 10 candidates twice (54 distinct places). The held-out headsq
+  // volume's map sample (40 candidates) held 36 places, 29 of them distinct.
+  const ctd::Dims d{160, 160, 24};
+  const ctd::Volume image = gaussian_volume(d, 20, 13);
+  ctd::detail::SampleLayout layout = ctd::detail::sample_layout(d, 3, 4, ctd::detail::Margins::None);
+  layout.bz = 10;
+  layout.wanted = 64;
+  const ctd::detail::Sample s = ctd::detail::make_sample(*ctd::detail::host_reads(image.view()), layout, model_without_padding());
+  ASSERT_EQ(s.places.size(), 64u);
+  std::vector<std::array<i64, 3>> places;
+  for (const auto& place : s.places) places.push_back({place.x, place.y, place.z});
+  std::sort(places.begin(), places.end());
+  EXPECT_EQ(std::unique(places.begin(), places.end()) - places.begin(), 64);
+  // Each block holds the image's voxels at its place.
+  for (std::size_t b = 0; b < s.places.size(); ++b) {
+    const i64 sx = i64(b % std::size_t(s.blocks_per_row)) * s.block, sy = i64(b / std::size_t(s.blocks_per_row)) * s.block;
+    EXPECT_EQ(s.image.view()(sx + 3, sy + 5, 7), image.view()(s.places[b].x + 3, s.places[b].y + 5, s.places[b].z + 7));
+  }
+}
+
 TEST(AutoSample, FlatPartsReadTheVarianceWhateverTheTexture) {
   // White noise and the same noise blurred by [1 2 1] / 4 along x and y: the second differences
   // two voxels apart read sqrt(6) sigma of white noise and, for the blurred noise, the root of
