@@ -532,9 +532,9 @@ Sample make_sample(const ImageReads& reads, const SampleLayout& layout, const No
   // length was near a multiple of a row: the 24-slice abdomen phantom's sample held four places
   // of its 5 x 5, on the diagonal, in every layer, and nearness in place then told the tiles'
   // noise levels as well as their values did ("intensity levels" refused, NLM 6.5 dB under).
-  // Each pick comes after the one before it: where the runs are under two candidates long (a map
-  // sample of 64 blocks from fewer than 128 candidates), an offset near 1 and the next run's near 0 took
-  // one candidate twice (headsq's map sample: 36 places, 29 of them distinct).
+  // Each pick comes after the one before it: where the runs are under two candidates long (a
+  // map sample of 64 blocks from fewer than 128 candidates), an offset near 1 and the next run's
+  // near 0 took one candidate twice (headsq's map sample: 36 places, 29 of them distinct).
   constexpr double kGoldenRatioFraction = 0.6180339887498949;  // (sqrt 5 - 1) / 2
   std::vector<Corner> chosen;
   const double run = double(candidates.size()) / double(used);
