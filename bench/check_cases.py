@@ -47,6 +47,15 @@ def real_image(path, volume=False):
     return real_scan(path, volume)[0]
 
 
+def cthead_slices(data, first, count):
+    """CThead's slices first .. first + count - 1 (numbered from 1) as float64 in HU: big-endian
+    12-bit slices of 256 x 256 at 1 mm, stored 1024 above HU (MANIFEST)."""
+    import numpy as np
+    folder = pathlib.Path(data) / "cthead_stanford"
+    slices = [np.fromfile(folder / f"CThead.{i}", dtype=">u2").reshape(256, 256) for i in range(first, first + count)]
+    return np.stack(slices).astype(np.float64) - 1024
+
+
 def objects_and_settings(objects, only):
     """(name, image, settings) of each object of `objects` ({name: function making the image, HU})
     whose name holds one of `only`: NLM search 5 patch 1 (3D: search 3) and the bilateral filter at

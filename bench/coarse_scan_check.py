@@ -33,7 +33,7 @@ def shrink(image, factor):
 
 def main():
     import ctdenoise as ctd
-    from check_cases import finish, real_scan, record, recorded_cases
+    from check_cases import cthead_slices, finish, real_scan, record, recorded_cases
     from fan_beam_check import simulate
     from phantom_check import judge, quality
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -55,12 +55,8 @@ def main():
         # CT1 stores -3024 outside its field of view: air to the simulator
         return np.clip(image, -1024, 3071), spacing
 
-    def cthead():
-        # CThead: big-endian 12-bit slices of 256 x 256 at 1 mm (MANIFEST), 1024 above HU; the
-        # 20 slices through the middle of the skull
-        folder = data / "cthead_stanford"
-        slices = [np.fromfile(folder / f"CThead.{i}", dtype=">u2").reshape(256, 256) for i in range(47, 67)]
-        return np.stack(slices).astype(np.float64) - 1024, 1.0
+    def cthead():  # the 20 slices through the middle of the skull, 1 mm pixels
+        return cthead_slices(data, 47, 20), 1.0
 
     siemens = data / "dicom_series_siemens_biograph_mct_20slices" / "original_jpeg2000_lossless"
     objects = {"Siemens series": lambda: scan(siemens, True), "Siemens slice": lambda: scan(siemens, False),

@@ -22,7 +22,7 @@ sys.path.insert(0, str(root / "scripts"))
 def main():
     from scipy.ndimage import convolve1d
     import ctdenoise as ctd
-    from check_cases import finish, objects_and_settings, real_image, record
+    from check_cases import cthead_slices, finish, objects_and_settings, real_image, record
     from phantom_check import judge, noise, quality
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--width", type=int, nargs="+", default=[3, 5], help="slices averaged")
@@ -34,9 +34,8 @@ def main():
     args = parser.parse_args()
     data = pathlib.Path(args.data)
 
-    def cthead():  # big-endian 12-bit slices, 1024 above HU (MANIFEST)
-        slices = [np.fromfile(data / "cthead_stanford" / f"CThead.{i}", dtype=">u2").reshape(256, 256) for i in range(41, 81)]
-        return np.stack(slices).astype(np.float64)[:, 32:224, 32:224] - 1024
+    def cthead():
+        return cthead_slices(data, 41, 40)[:, 32:224, 32:224]
 
     siemens = data / "dicom_series_siemens_biograph_mct_20slices" / "original_jpeg2000_lossless"
     objects = {"Siemens 256x256x20": lambda: real_image(siemens, True)[:, 128:384, 128:384], "CThead 192x192x40": cthead}

@@ -537,8 +537,8 @@ Sample make_sample(const ImageReads& reads, const SampleLayout& layout, const No
   // near 0 took one candidate twice (headsq's map sample: 36 places, 29 of them distinct).
   constexpr double kGoldenRatioFraction = 0.6180339887498949;  // (sqrt 5 - 1) / 2
   std::vector<Corner> chosen;
-  const double run = double(candidates.size()) / double(used);
   const i64 n = i64(candidates.size());
+  const double run = double(n) / double(used);
   i64 previous = -1;
   for (i64 b = 0; b < used; ++b) {
     const double offset = std::fmod(double(b) * kGoldenRatioFraction, 1.0);
