@@ -103,7 +103,7 @@ AutoChoice choose(const detail::ImageReads& image, const NoiseModel& given, doub
   const SampleLayout layout = detail::sample_layout(image.dims(), reach_xy, reach_z, too_smooth ? detail::Margins::Image : margins);
   const std::size_t normals = detail::white_noise_size(noise, layout.whole ? image.dims() : layout.dims(layout.wanted));
   std::future<std::vector<float>> drawn = std::async(std::launch::async, [&] { return detail::unit_normals(0x5EED, normals); });
-  Sample sample = detail::make_sample(image, layout, noise);
+  Sample sample = detail::make_sample(image, layout, noise, detail::BlockOrder::Content);
   // Float rounding of noise-free values (a smooth ramp) reads as noise some 1e-8 of them: none.
   float largest = 0;
   for (i64 i = 0; i < sample.image.size(); ++i)
@@ -135,7 +135,7 @@ AutoChoice choose(const detail::ImageReads& image, const NoiseModel& given, doub
   }
   std::optional<Sample> map_sample;
   if (map_layout != layout) {
-    map_sample = detail::make_sample(image, map_layout, noise);
+    map_sample = detail::make_sample(image, map_layout, noise, detail::BlockOrder::Place);
     detail::measure_level(*map_sample, noise);
   }
   std::optional<detail::ScanMap> map = detail::scan_map(image, map_sample ? *map_sample : sample, noise);
@@ -144,8 +144,11 @@ AutoChoice choose(const detail::ImageReads& image, const NoiseModel& given, doub
   if (map && map->fit >= kLeastScanFit && map->fit_beyond_intensity >= kLeastScanFitBeyondIntensity) {
     const SampleLayout with_margins = detail::sample_layout(image.dims(), reach_xy, reach_z, detail::Margins::Image);
     std::optional<Sample> other;
+    // Spread in space, as the map's: the noise follows the rays, and its level the place. Ordered
+    // by content, the Siemens series with z-correlated ramp noise of 60 HU lost 4 of its 5 cases
+    // (NLM 1.84 dB under-smoothed at search radius 3, patch radius 2).
     if (!with_margins.whole && with_margins != layout) {
-      other = detail::make_sample(image, with_margins, noise);
+      other = detail::make_sample(image, with_margins, noise, detail::BlockOrder::Place);
       detail::measure_level(*other, noise);
     }
     Sample& scan_sample = other ? *other : sample;

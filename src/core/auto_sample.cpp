@@ -38,6 +38,7 @@ constexpr std::int64_t kLeastThinFlatResiduals = 256;
 // NLM 2 x the best h), 2 voxels 0.006 (docs/parameters.md, "The level").
 constexpr double kLeastTileReadingGain = 0.06;
 constexpr std::int64_t kLeastSampleBlocks = 64;  // blocks in the sample of a large image, at least
+constexpr std::int64_t kLeastBlocks = 16;        // blocks in any sample of blocks, at least (where the image has them)
 
 // A per-tile value smoothed over the image: each tile takes the median of its own value and its
 // nearest neighbours' (kLevelNeighbours in all, by the distance between the tiles' centres in the
@@ -264,6 +265,31 @@ void use_tile_textures(Sample& s, const NoiseModel& noise, const std::vector<Vol
   s.tile_of.assign(s.level_at.size(), std::uint32_t(flat_tiles.size()));
 }
 
+
+// The candidates' structure scores (make_sample's BlockOrder::Content): low_contrast_structure of
+// each one's middle slice. One slice a block: the score orders, and costs a copy of a slice of
+// every candidate.
+std::vector<i64> structure_scores(const ImageReads& reads, const std::vector<Corner>& candidates, i64 bxy, i64 bz,
+                                  const NoiseModel& noise) {
+  const i64 n = i64(candidates.size());
+  std::vector<Corner> middles;
+  middles.reserve(candidates.size());
+  for (const Corner& c : candidates) middles.push_back({c.x, c.y, c.z + bz / 2});
+  Volume slices(Dims{bxy * n, bxy, 1});
+  reads.copy_blocks(middles, {bxy, bxy, 1}, slices.view());
+  const double gain = pseudo_residual_gain(noise, false);
+  const std::vector<float> padding = std::isnan(noise.excluded_value) ? std::vector<float>{}
+                                                                       : std::vector<float>{float(noise.excluded_value)};
+  std::vector<i64> scores(candidates.size(), 0);
+  cpu::for_each_piece(n, 1, 0, [&](i64 b, i64, i64) {
+    Volume block(Dims{bxy, bxy, 1});
+    for (i64 y = 0; y < bxy; ++y)
+      for (i64 x = 0; x < bxy; ++x) block.view()(x, y, 0) = slices.view()(b * bxy + x, y, 0);
+    scores[std::size_t(b)] = low_contrast_structure(block.view(), padding, gain);
+  });
+  return scores;
+}
+
 }  // namespace
 
 bool too_smooth_for_plain_blocks(const NoiseModel& noise) { return pseudo_residual_gain(noise, false) < kLeastTileReadingGain; }
@@ -469,11 +495,14 @@ SampleLayout sample_layout(const Dims& d, int reach_xy, int reach_z, Margins mar
   // "intensity levels" was refused, and the bilateral filter fell to 0.59 x the best).
   const i64 inside = margins == Margins::Rim ? l.bxy : l.bxy - 2 * l.halo;
   const i64 counted = inside * inside * l.bz;
-  l.wanted = std::max({i64(1), kAutoSampleVoxels / counted, std::min(kLeastSampleBlocks, d.count() / (8 * counted))});
+  // And at least kLeastBlocks blocks, whatever the eighth: a mid-sized volume (48 x 128 x 128
+  // spheres in a cylinder) fits 9 blocks of 2^17 voxels at NLM's default reach, too few to hold
+  // its rare edges (BlockOrder::Content).
+  l.wanted = std::max({kLeastBlocks, kAutoSampleVoxels / counted, std::min(kLeastSampleBlocks, d.count() / (8 * counted))});
   return l;
 }
 
-Sample make_sample(const ImageReads& reads, const SampleLayout& layout, const NoiseModel& noise) {
+Sample make_sample(const ImageReads& reads, const SampleLayout& layout, const NoiseModel& noise, BlockOrder order) {
   const Dims d = reads.dims();
   const float excluded = float(noise.excluded_value);
   auto usable = [&](float v) { return std::isfinite(v) && !(v == excluded); };
@@ -520,14 +549,33 @@ Sample make_sample(const ImageReads& reads, const SampleLayout& layout, const No
   if (candidates.empty()) {
     throw Error(ErrorKind::InvalidArgument, "the image has no region free of padding to estimate the filter strength on");
   }
+  // By content: the candidates ordered by their structure score (ties in the image's order), so
+  // that the runs below take blocks of every kind in the image's proportions. A sample in the
+  // image's order spreads well in space but may miss what few blocks hold: the spheres in a
+  // cylinder (48 x 128 x 128, white noise) sampled 9 blocks, all on the cylinder's edge and none
+  // on the -100 HU sphere that 5 of 64 candidates hold, and NLM was 8.2 dB over-smoothed. And
+  // which blocks a small sample holds moved the choice: with the golden-ratio sequence started
+  // at 1, 2 or 3 instead of 0 the held-out 3D cases were 77, 74 and 72 within the goal instead
+  // of 82, the worst 4.48 dB over-smoothed; by content, with kLeastBlocks blocks, 75-78 and
+  // 1.13 dB (bench/results/2026-11-30-sample-by-content.md).
+  if (order == BlockOrder::Content) {
+    const std::vector<i64> scores = structure_scores(reads, candidates, bxy, bz, noise);
+    std::vector<std::size_t> by_score(candidates.size());
+    for (std::size_t i = 0; i < by_score.size(); ++i) by_score[i] = i;
+    std::stable_sort(by_score.begin(), by_score.end(), [&](std::size_t a, std::size_t b) { return scores[a] < scores[b]; });
+    std::vector<Corner> sorted;
+    sorted.reserve(candidates.size());
+    for (const std::size_t i : by_score) sorted.push_back(candidates[i]);
+    candidates = std::move(sorted);
+  }
   const i64 count = std::min<i64>(layout.wanted, i64(candidates.size()));
   const Dims sd = layout.dims(count);
   const i64 gx = sd.nx / bxy, used = gx * (sd.ny / bxy);
   s.image = Volume(sd);
   s.block = bxy;
   s.blocks_per_row = gx;
-  // One block from each of `used` equal runs of the candidates, which go x, then y, then z over
-  // the image, at an offset into its run that moves by the golden ratio from one run to the next.
+  // One block from each of `used` equal runs of the candidates (in the image's order: x, then y,
+  // then z), at an offset into its run that moves by the golden ratio from one run to the next.
   // At one offset for all (each run's first) the blocks fell into a lattice wherever the runs'
   // length was near a multiple of a row: the 24-slice abdomen phantom's sample held four places
   // of its 5 x 5, on the diagonal, in every layer, and nearness in place then told the tiles'

@@ -92,9 +92,17 @@ constexpr std::int64_t kLeastMapBlocks = 64;
 // Slices of those blocks in 3D (the filter's own blocks at NLM search radius 3, patch radius 1).
 constexpr std::int64_t kMapBlockSlices = 10;
 
+// How make_sample picks its blocks among the candidates: one from each equal run of them, the
+// candidates in the image's order (Place: spread in space, for samples whose tiles tell where the
+// noise is stronger) or ordered by how much low-contrast structure each holds (Content: every
+// kind of block in the image's proportions, for the filter's risk; a rare edge that NLM can blur
+// is then in the sample).
+enum class BlockOrder { Place, Content };
+
 // The image's blocks (or the image itself) copied side by side, with the mask; the noise level is
 // left at its defaults until measure_level.
-Sample make_sample(const ImageReads& reads, const SampleLayout& layout, const NoiseModel& noise);
+Sample make_sample(const ImageReads& reads, const SampleLayout& layout, const NoiseModel& noise,
+                   BlockOrder order = BlockOrder::Place);
 
 // The indices of the 9 points of `at` nearest `where` (ties: the lower index; `where` itself
 // among them where it is one of `at`): a tile's neighbourhood, whose median levels smooth.

@@ -46,4 +46,10 @@ struct FlatReading {
 };
 FlatReading read_flat_part(Volume tile, const std::vector<float>& padding);
 
+// Low-contrast structure in a slice of a block: the number of places whose 3 x 3 box mean
+// differs from the box 3 voxels along x (or y) by 1.4-8 x the slice's own noise sigma (its
+// pseudo-residual sigma over `gain`, the model's in-plane pseudo_residual_gain); 0 where no sigma
+// is read. What make_sample orders the filter's candidate blocks by.
+std::int64_t low_contrast_structure(ConstVolumeView<float> slice, const std::vector<float>& padding, double gain);
+
 }  // namespace ctd::detail
