@@ -10,9 +10,10 @@
 // SURE for NLM is due to Van De Ville & Kocher (IEEE SPL 2009); the Monte Carlo form needs no
 // derivative of the filter, so every variant, distance and kernel gets the same treatment, and
 // correlated CT noise is handled by drawing b with the measured covariance rather than white.
-// The filter runs on a sample of the image (blocks spread over it: kAutoSampleVoxels voxels, or
-// 64 blocks where that is more, as in 3D; 2D slices up to kAutoWholeSliceVoxels whole), twice per
-// candidate value, on the device the context names.
+// The filter runs on a sample of the image (blocks of every kind of content in the image's
+// proportions: kAutoSampleVoxels voxels and 16 blocks at least, 64 where these are at most an
+// eighth of the image, as in large volumes; 2D slices up to kAutoWholeSliceVoxels whole), twice
+// per candidate value, on the device the context names.
 
 #include <ctdenoise/bilateral.hpp>
 #include <ctdenoise/exec.hpp>
@@ -26,8 +27,8 @@
 
 namespace ctd {
 
-// The sample the risk estimate filters (voxels; at least 64 blocks of 32-64 voxels in-plane and
-// 6-16 slices in 3D); images up to this size are used whole.
+// The sample the risk estimate filters (voxels; at least 16 blocks of 32-64 voxels in-plane and
+// 6-16 slices in 3D, 64 in large volumes); images up to this size are used whole.
 constexpr std::int64_t kAutoSampleVoxels = std::int64_t(1) << 17;
 // 2D images up to this size are used whole too (a 512 x 512 slice, up to 724 x 724): blocks side
 // by side have seams, and a slice is cheap to filter whole.

@@ -265,7 +265,6 @@ void use_tile_textures(Sample& s, const NoiseModel& noise, const std::vector<Vol
   s.tile_of.assign(s.level_at.size(), std::uint32_t(flat_tiles.size()));
 }
 
-
 // The candidates' structure scores (make_sample's BlockOrder::Content): low_contrast_structure of
 // each one's middle slice. One slice a block: the score orders, and costs a copy of a slice of
 // every candidate.
