@@ -48,8 +48,7 @@ constexpr double kMostScanTextureDistance = 0.05;  // the nearest FBP filter's t
 // finer than the image's noise (a fan's source fitted too near, or Hamming's window for Hann's)
 // took 0.8 x the variance and under-smoothed NLM by up to 2 dB (docs/parameters.md).
 void scale_to_image(Volume& b, Sample& s, const NoiseModel& noise) {
-  const std::vector<float> padding = std::isnan(noise.excluded_value) ? std::vector<float>{}
-                                                                       : std::vector<float>{float(noise.excluded_value)};
+  const std::vector<float> padding = detail::padding_of(noise);
   std::vector<double> ratios(s.tiles.size(), 0.0);
   cpu::for_each_piece(i64(s.tiles.size()), 1, 0, [&](i64 index, i64, i64) {
     const Sample::Tile& t = s.tiles[std::size_t(index)];

@@ -274,17 +274,15 @@ std::vector<i64> structure_scores(const ImageReads& reads, const std::vector<Cor
   std::vector<Corner> middles;
   middles.reserve(candidates.size());
   for (const Corner& c : candidates) middles.push_back({c.x, c.y, c.z + bz / 2});
-  Volume slices(Dims{bxy * n, bxy, 1});
+  // One block a row of blocks: each slice lies whole in memory, read in place.
+  Volume slices(Dims{bxy, bxy * n, 1});
   reads.copy_blocks(middles, {bxy, bxy, 1}, slices.view());
   const double gain = pseudo_residual_gain(noise, false);
-  const std::vector<float> padding = std::isnan(noise.excluded_value) ? std::vector<float>{}
-                                                                       : std::vector<float>{float(noise.excluded_value)};
+  const std::vector<float> padding = padding_of(noise);
   std::vector<i64> scores(candidates.size(), 0);
   cpu::for_each_piece(n, 1, 0, [&](i64 b, i64, i64) {
-    Volume block(Dims{bxy, bxy, 1});
-    for (i64 y = 0; y < bxy; ++y)
-      for (i64 x = 0; x < bxy; ++x) block.view()(x, y, 0) = slices.view()(b * bxy + x, y, 0);
-    scores[std::size_t(b)] = low_contrast_structure(block.view(), padding, gain);
+    const ConstVolumeView<float> slice{slices.data() + b * bxy * bxy, Dims{bxy, bxy, 1}};
+    scores[std::size_t(b)] = low_contrast_structure(slice, padding, gain);
   });
   return scores;
 }
@@ -333,8 +331,7 @@ void measure_level(Sample& s, const NoiseModel& noise, bool known_to_vary) {
   s.level_at.assign(std::size_t(d.count()), float(noise.sigma));
   const double gain = pseudo_residual_gain(noise);
   if (!(gain > 0)) return;
-  const std::vector<float> padding = std::isnan(noise.excluded_value) ? std::vector<float>{}
-                                                                       : std::vector<float>{float(noise.excluded_value)};
+  const std::vector<float> padding = padding_of(noise);
   const i64 tz = d.is_2d() ? 1 : std::min<i64>(4, d.nz);
   // Tiles cover the sample (even_cuts): a thin remainder left out kept the model's level and
   // texture (the quiet parts') there, e.g. the last two of a 3D sample's ten slices at search

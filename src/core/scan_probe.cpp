@@ -339,8 +339,7 @@ void refine_attenuation(ScanMap& map, const Sample& s, const NoiseModel& noise, 
   const i64 pool_length = detector_bins(map) + kPoolSlack;
   const std::vector<float> pool = filtered_rows("ramp", kPoolRows, pool_length, seed + 5);
   const std::vector<Box> boxes = sample_boxes(s, map);
-  const std::vector<float> padding = std::isnan(noise.excluded_value) ? std::vector<float>{}
-                                                                       : std::vector<float>{float(noise.excluded_value)};
+  const std::vector<float> padding = padding_of(noise);
   std::vector<std::size_t> used;
   for (std::size_t t = 0; t < s.tiles.size(); ++t)
     if (s.tiles[t].flat_residual_sigma > 0) used.push_back(t);
@@ -443,8 +442,7 @@ std::vector<double> tile_textures(const Volume& v, const Sample& s, const Middle
 }  // namespace
 
 std::string choose_beam(ScanMap& map, const Sample& s, const NoiseModel& noise, std::uint64_t seed) {
-  const std::vector<float> padding = std::isnan(noise.excluded_value) ? std::vector<float>{}
-                                                                       : std::vector<float>{float(noise.excluded_value)};
+  const std::vector<float> padding = padding_of(noise);
   const MiddleSlice middle = middle_slice(s, map);
   const std::vector<double> image = tile_textures(s.image, s, middle, padding);
   const bool fan = std::isfinite(map.source);

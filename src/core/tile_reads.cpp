@@ -153,6 +153,10 @@ FlatReading read_flat_part(Volume tile, const std::vector<float>& padding) {
   return reading;
 }
 
+std::vector<float> padding_of(const NoiseModel& noise) {
+  return std::isnan(noise.excluded_value) ? std::vector<float>{} : std::vector<float>{float(noise.excluded_value)};
+}
+
 // The noise alone rarely counts (the difference of two 3 x 3 box means of white noise has a
 // sigma of 0.47), nor do edges of high contrast (air and body), which NLM keeps whatever h; what
 // it can blur (a sphere 140 HU from its surroundings under noise of 20-50 HU) counts. The block's

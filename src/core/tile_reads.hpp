@@ -16,6 +16,9 @@ namespace ctd::detail {
 // the pieces' bounds, n / size + 1 of them.
 std::vector<std::int64_t> even_cuts(std::int64_t n, std::int64_t size);
 
+// The padding value the tile readers below leave out: the model's, none where it has none (NaN).
+std::vector<float> padding_of(const NoiseModel& noise);
+
 // Sets the tile's padding and busy areas to NaN, so that what is read in it is noise, not anatomy
 // (tile_reads.cpp says how an area is judged busy).
 void keep_flat_part(Volume& tile, const std::vector<float>& padding);
