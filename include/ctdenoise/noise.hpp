@@ -66,8 +66,9 @@ struct NoiseModel {
                                      // smooth noise fitted to the first two lags replaces it:
                                      // docs/parameters.md)
   bool read_from_first_lags = false;  // no block was believed flat: the level is smooth noise fitted to the
-                                      // first lags, where anatomy adds least (on coarse scans, 3 mm and
-                                      // more, fine anatomy can still count as noise: docs/parameters.md)
+                                      // first lags, where anatomy adds least (in 3D only where it changes
+                                      // from slice to slice as noise does; on coarse scans, 3 mm and more,
+                                      // fine anatomy can still count as noise: docs/parameters.md)
   // Smooth noise that the fit of the first lags saw and could not confirm (its far lags held
   // anatomy too), where it is over twice `sigma`: its sigma and its width in voxels (a Gaussian's),
   // else 0. Coarse anatomy reads the same, so the model does not take it; if the image's noise is
