@@ -107,7 +107,8 @@ struct BlockReads {
 };
 
 // The model when the blocks are not believed (or too few to judge): smooth in-plane noise when
-// the first lags show it, with its correlation across slices in 3D; otherwise white in-plane, and
+// the first lags show it (in 3D where it changes from slice to slice as noise does), with its
+// correlation across slices in 3D; otherwise white in-plane, and
 // in 3D correlated with the next two slices as overlapping slices make it (noise_fallback.cpp).
 // `m` holds what was read so far, its pseudo-residual sigma among it; `blocks` are the judged
 // blocks and `lags` the model's (half of them: D is even in d).

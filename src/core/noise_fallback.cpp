@@ -1,6 +1,7 @@
 // The noise model's fallbacks, where its flattest blocks are not believed: smooth noise read
-// from the first lags, or white noise of the pseudo-residual sigma, correlated across slices
-// where overlapping slices make it so (docs/parameters.md, "The noise model", step 4).
+// from the first lags (in 3D only where it changes from slice to slice), or white noise of the
+// pseudo-residual sigma, correlated across slices where overlapping slices make it so
+// (docs/parameters.md, "The noise model", step 4).
 
 #include "core/noise_blocks.hpp"
 #include "core/robust_stats.hpp"

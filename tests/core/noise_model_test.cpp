@@ -419,8 +419,9 @@ TEST(NoiseModel, TextureThatContinuesAcrossSlicesIsNotReadAsSmoothNoise) {
   // Tissue texture in a coarse volume (as in headsq's 3.2 mm pixels at 1.5 mm slices): a smooth
   // field (a Gaussian of 2 or 3 voxels) plus a fine one (1.1 voxels, 25 HU), the same in each
   // of 24 slices, under white noise of sigma 30 that is, or is not, smoothed across slices by
-  // [1 2 1] / 4. The flat blocks' first lags read the texture as smooth noise (sigma 99.8 and
-  // 59.2 for 30), but it does not change from slice to slice as noise does.
+  // [1 2 1] / 4. The flat blocks' first lags read the texture as smooth noise (the model took it
+  // so until 2026-11-30: sigma 99.8 and 59.2 for 30), but it does not change from slice to slice
+  // as noise does.
   const ctd::Dims d{144, 128, 24};
   const i64 plane = d.nx * d.ny;
   auto texture = [&](double width, double level) {
