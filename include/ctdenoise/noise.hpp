@@ -70,7 +70,7 @@ struct NoiseModel {
                                       // from slice to slice as noise does; on coarse scans, 3 mm and more,
                                       // fine anatomy can still count as noise: docs/parameters.md)
   // Smooth noise that the fit of the first lags saw and could not confirm (its far lags held
-  // anatomy too), where it is over twice `sigma`: its sigma and its width in voxels (a Gaussian's),
+  // anatomy too, or in 3D it did not change from slice to slice), where it is over twice `sigma`: its sigma and its width in voxels (a Gaussian's),
   // else 0. Coarse anatomy reads the same, so the model does not take it; if the image's noise is
   // known to be smooth (iterative reconstruction), the automatic values are likely too weak, and
   // the noise given from elsewhere (--noise-from) sets them.

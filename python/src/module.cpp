@@ -136,10 +136,12 @@ void bind_filters(nb::module_& m) {
       .def_ro("fell_back_to_white", &NoiseModel::fell_back_to_white,
               "True when the measured correlation was not believed and white noise is assumed.")
       .def_ro("read_from_first_lags", &NoiseModel::read_from_first_lags,
-              "True when no block was flat and the level is smooth noise fitted to the first lags (on "
-              "coarse scans fine anatomy can count as noise).")
+              "True when no block was flat and the level is smooth noise fitted to the first lags (in 3D "
+              "only where it changes from slice to slice as noise does; on coarse scans fine anatomy can "
+              "count as noise).")
       .def_ro("unconfirmed_smooth_sigma", &NoiseModel::unconfirmed_smooth_sigma,
-              "Smooth noise the model saw but could not tell from anatomy, where over twice sigma: its "
+              "Smooth noise the model saw but could not tell from anatomy (its far lags held anatomy too, "
+              "or in 3D it did not change from slice to slice), where over twice sigma: its "
               "standard deviation (else 0). If the image's noise is known to be smooth, give the noise "
               "(noise_model=) measured on noise alone.")
       .def_ro("unconfirmed_smooth_width", &NoiseModel::unconfirmed_smooth_width,

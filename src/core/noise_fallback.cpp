@@ -364,7 +364,9 @@ NoiseModel fall_back(NoiseModel m, const BlockReads& image, const std::vector<Bl
   m.covariance[centre] = c0;
   if (m.radius_z >= 1) m.covariance[centre - next_slice] = m.covariance[centre + next_slice] = z.rho1 * c0;
   if (m.radius_z >= 2) m.covariance[centre - 2 * next_slice] = m.covariance[centre + 2 * next_slice] = z.rho2 * c0;
-  return note_unconfirmed(m, fit.unconfirmed);
+  // A fit refused for not changing across slices is reported as the one its far lags refused:
+  // anatomy to the model, and a user whose noise is known to be smooth can give it.
+  return note_unconfirmed(m, fit.noise ? fit.noise : fit.unconfirmed);
 }
 
 }  // namespace ctd::detail::noise_blocks
