@@ -269,18 +269,18 @@ std::pair<double, double> slice_correlation_of(const BlockReads& image, const st
 // Whether the smooth part of a fit in 3D changes from slice to slice as noise does. Noise from
 // each slice's reconstruction is separable, C(dx, dy, dz) = C_xy(dx, dy) R(dz), so the mean D^2
 // along the oblique lags (1, 0, +-k) and (0, 1, +-k) exceeds that along (1, 0, 0) and (0, 1, 0)
-// by c_s (8 g(1) (1 - R(k)) - 2 g(2) (1 - R(2k))), R read along z in the fit's blocks (R(4)
-// taken as 0). Tissue texture that continues across thin slices (a 3.2 mm head at 1.5 mm slices
-// under white noise of 30 HU: read as a smooth part of 25 HU, 1.1 voxels wide) adds nearly alike
-// to both, and the excess stays near 0. Judged at the k, 1 or 2 slices (2 only where the volume
+// by c_s (8 g(1) (1 - R(k)) - 2 g(2) (1 - R(2k))), R(1) = rho1 and R(2) = rho2 as
+// slice_correlation_of reads them in the fit's blocks (R(4) taken as 0). Tissue texture that
+// continues across thin slices (a 3.2 mm head at 1.5 mm slices under white noise of 30 HU: read
+// as a smooth part of 25 HU, 1.1 voxels wide) adds nearly alike to both, and the excess stays
+// near 0. Judged at the k, 1 or 2 slices (2 only where the volume
 // has 5 slices or more), where the prediction is the larger share of the in-plane D^2 (noise
 // correlated with the next slice changes little across it), and only where that share is
 // kDecisiveExcess or more. Measured share of the prediction: 0.64-1.29 for smooth noise
 // (blurred, Hann FBP, band-pass; alone and correlated across slices; on 5 scans), -0.24 to 0.07
 // for that head's texture under white noise, alone or correlated across slices.
 bool changes_across_slices_as_noise(const BlockReads& image, const std::vector<Block>& fit_blocks,
-                                    const detail::SmoothNoise& smooth) {
-  const auto [rho1, rho2] = slice_correlation_of(image, fit_blocks, smooth);
+                                    const detail::SmoothNoise& smooth, double rho1, double rho2) {
   const std::array<Lag, 2> in_plane{{{1, 0, 0}, {0, 1, 0}}};
   const double within = image.mean_square_along(fit_blocks, in_plane);
   auto excess = [&](double r_k, double r_2k) {
@@ -322,8 +322,12 @@ NoiseModel fall_back(NoiseModel m, const BlockReads& image, const std::vector<Bl
   SliceCorrelation z;
   if (m.radius_z > 0) z = slice_correlation(image.reads, image.padding, m.pseudo_residual_sigma, kMaxFallbackSlices);
   const SmoothFit fit = read_smooth_noise(image, blocks, lags, std::max(m.pseudo_residual_sigma, z.in_plane_sigma));
-  // In 3D it must change from slice to slice as noise does (not tissue texture).
-  if (fit.noise && (m.radius_z == 0 || changes_across_slices_as_noise(image, fit.blocks, *fit.noise))) {
+  // In 3D its correlation with the next two slices, and it must change from slice to slice as
+  // noise does (not tissue texture).
+  std::pair<double, double> across{0, 0};
+  if (fit.noise && m.radius_z > 0) across = slice_correlation_of(image, fit.blocks, *fit.noise);
+  if (fit.noise &&
+      (m.radius_z == 0 || changes_across_slices_as_noise(image, fit.blocks, *fit.noise, across.first, across.second))) {
     const detail::SmoothNoise& smooth = *fit.noise;
     m.flat_blocks = i64(fit.blocks.size());
     m.samples = fit.samples;
@@ -334,7 +338,7 @@ NoiseModel fall_back(NoiseModel m, const BlockReads& image, const std::vector<Bl
     m.radius_xy = std::clamp(int(std::ceil(3 * smooth.width)), kLagRadiusXy, kMaxSmoothRadius);
     std::array<double, 3> along_z{1, 0, 0};
     if (m.radius_z > 0) {
-      const auto [rho1, rho2] = slice_correlation_of(image, fit.blocks, smooth);
+      const auto [rho1, rho2] = across;
       if (rho1 >= kLeastSliceCorrelation) {
         m.radius_z = d.nz >= 5 ? 2 : 1;
         along_z = {1, rho1, m.radius_z >= 2 ? rho2 : 0};
