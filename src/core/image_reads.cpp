@@ -118,12 +118,13 @@ class HostReads final : public ImageReads {
     });
   }
 
-  void lag_sums(const std::vector<LagArea>& areas, const std::vector<Lag>& lags, const Excluded& padding, double* sums,
-                i64* counts) const override {
+  void lag_sums(const std::vector<LagArea>& areas, const std::vector<Lag>& lags, const Lag& shift, const Excluded& padding,
+                double* sums, i64* counts) const override {
     const Dims d = dims();
     auto u = [&](i64 x, i64 y, i64 z) { return float(in_.data[(z * d.ny + y) * d.nx + x]); };
     int rx = 0, ry = 0, rz = 0;
     for (const Lag& g : lags) rx = std::max(rx, std::abs(g.dx)), ry = std::max(ry, std::abs(g.dy)), rz = std::max(rz, std::abs(g.dz));
+    rx += std::abs(shift.dx), ry += std::abs(shift.dy), rz += std::abs(shift.dz);
     // Each area's neighbourhood copied once with NaN where the image ends or a voxel is not
     // usable: D is then NaN exactly where a voxel it needs is, and every lag reads the copy.
     const i64 hw = kLagArea + 2 * rx, hh = kLagArea + 2 * ry, hs = 2 * rz + 1;
@@ -146,6 +147,7 @@ class HostReads final : public ImageReads {
               }
               hood[std::size_t((s * hh + y) * hw + x)] = v;
             }
+        const i64 moved = (i64(shift.dz) * hh + shift.dy) * hw + shift.dx;
         for (std::size_t l = 0; l < n_lags; ++l) {
           const Lag& g = lags[l];
           const i64 step = (i64(g.dz) * hh + g.dy) * hw + g.dx;
@@ -155,8 +157,9 @@ class HostReads final : public ImageReads {
             const double* row = hood.data() + (rz * hh + ry + y) * hw + rx;
             for (i64 x = 0; x < kLagArea; ++x) {
               const double v = row[x - step] - 2.0 * row[x] + row[x + step];
-              if (!std::isnan(v)) {
-                sum += v * v;
+              const double w = moved == 0 ? v : row[x + moved - step] - 2.0 * row[x + moved] + row[x + moved + step];
+              if (!std::isnan(v) && !std::isnan(w)) {
+                sum += v * w;
                 ++count;
               }
             }

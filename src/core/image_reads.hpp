@@ -127,11 +127,12 @@ class ImageReads {
   virtual std::vector<Residual> residuals(NoiseEstimator estimator, std::int64_t z0, std::int64_t nz,
                                           const Excluded& padding, std::int64_t step) const = 0;
 
-  // For each area a and lag l: the sum of D(p)^2, D(p) = u(p - l) - 2 u(p) + u(p + l), over the
-  // area's voxels p in scan order (sums[a * lags.size() + l]) and their number (counts), leaving
-  // out p where any of the three voxels is outside the image or not usable.
-  virtual void lag_sums(const std::vector<LagArea>& areas, const std::vector<Lag>& lags, const Excluded& padding,
-                        double* sums, std::int64_t* counts) const = 0;
+  // For each area a and lag l: the sum of D(p) D(p + shift), D(p) = u(p - l) - 2 u(p) + u(p + l),
+  // over the area's voxels p in scan order (sums[a * lags.size() + l]) and their number (counts),
+  // leaving out p where any of the voxels is outside the image or not usable. A shift of 0 sums
+  // D(p)^2.
+  virtual void lag_sums(const std::vector<LagArea>& areas, const std::vector<Lag>& lags, const Lag& shift,
+                        const Excluded& padding, double* sums, std::int64_t* counts) const = 0;
 
   // The blocks of (bxy, bxy, bz) voxels whose first voxels are origin + (i bxy, j bxy, k bz) for
   // i < cx, j < cy, k < cz, in that scan order: how many of each one's voxels are not finite or

@@ -24,7 +24,7 @@ constexpr int kLagRadiusXy = 4;    // in-plane lags of the model
 constexpr int kBlock = 8;          // in-plane size of the blocks judged flat or not
 constexpr double kMaxRise = 1.10;  // largest sigma(lag 5) / sigma(lag 3) believed to be noise
 
-// Each area's sums of D^2 along each lag (ImageReads::lag_sums).
+// Each area's sums of D^2 (or of D(p) D(p + shift)) along each lag (ImageReads::lag_sums).
 struct LagSums {
   std::size_t lags = 0;
   std::vector<double> sums;
@@ -38,11 +38,11 @@ struct LagSums {
   }
 };
 inline LagSums lag_sums(const ImageReads& reads, std::span<const LagArea> areas, std::span<const Lag> lags,
-                 const detail::Excluded& padding) {
+                        const detail::Excluded& padding, const Lag& shift = {0, 0, 0}) {
   LagSums out{lags.size(), std::vector<double>(areas.size() * lags.size()), std::vector<i64>(areas.size() * lags.size())};
   if (!areas.empty() && !lags.empty()) {
-    reads.lag_sums({areas.begin(), areas.end()}, {lags.begin(), lags.end()}, padding,
-                   out.sums.data(), out.counts.data());
+    reads.lag_sums({areas.begin(), areas.end()}, {lags.begin(), lags.end()}, shift, padding, out.sums.data(),
+                   out.counts.data());
   }
   return out;
 }
@@ -89,8 +89,8 @@ inline std::vector<Lag> ring(const std::vector<Lag>& lags, int radius) {
 struct BlockReads {
   const ImageReads& reads;
   const detail::Excluded& padding;
-  LagSums sums(std::span<const LagArea> areas, std::span<const Lag> lags) const {
-    return lag_sums(reads, areas, lags, padding);
+  LagSums sums(std::span<const LagArea> areas, std::span<const Lag> lags, const Lag& shift = {0, 0, 0}) const {
+    return lag_sums(reads, areas, lags, padding, shift);
   }
   // The mean D^2 along the given lags over the given blocks (each block's lags added in order,
   // then the blocks in order), or NaN from fewer than 256 differences.

@@ -122,10 +122,10 @@ __global__ void residuals_kernel(const T* __restrict__ in, i64 nx, i64 ny, bool 
   kept[k] = ok ? 1 : 0;
 }
 
-// One thread per (area, lag): D^2 summed over the area's voxels in scan order.
+// One thread per (area, lag): D(p) D(p + shift) summed over the area's voxels in scan order.
 template <class T>
 __global__ void lag_sums_kernel(const T* __restrict__ in, i64 nx, i64 ny, i64 nz, const LagArea* __restrict__ areas,
-                                i64 n_areas, const Lag* __restrict__ lags, int n_lags, Padding padding,
+                                i64 n_areas, const Lag* __restrict__ lags, int n_lags, Lag shift, Padding padding,
                                 double* __restrict__ sums, i64* __restrict__ counts) {
   const i64 index = i64(blockIdx.x) * blockDim.x + threadIdx.x;
   if (index >= n_areas * n_lags) return;
@@ -137,16 +137,26 @@ __global__ void lag_sums_kernel(const T* __restrict__ in, i64 nx, i64 ny, i64 nz
     v = double(float(in[(z * ny + y) * nx + x]));
     return usable(in, nx, ny, x, y, z, padding);
   };
+  // D at (x, y, z), or false where a voxel it needs is outside the image or not usable.
+  auto second_difference = [&](i64 x, i64 y, i64 z, double& v) {
+    double a, b, c;
+    if (!read(x - g.dx, y - g.dy, z - g.dz, a) || !read(x, y, z, b) || !read(x + g.dx, y + g.dy, z + g.dz, c)) return false;
+    v = __dadd_rn(__dsub_rn(a, __dmul_rn(2.0, b)), c);
+    return true;
+  };
+  const bool moved = shift.dx != 0 || shift.dy != 0 || shift.dz != 0;
   double sum = 0;
   i64 count = 0;
   for (i64 y = area.y; y < area.y + detail::kLagArea; ++y)
     for (i64 x = area.x; x < area.x + detail::kLagArea; ++x) {
-      double a, b, c;
-      if (!read(x - g.dx, y - g.dy, area.z - g.dz, a) || !read(x, y, area.z, b) || !read(x + g.dx, y + g.dy, area.z + g.dz, c)) {
+      double v, w;
+      if (!second_difference(x, y, area.z, v)) continue;
+      if (!moved) {
+        w = v;
+      } else if (!second_difference(x + shift.dx, y + shift.dy, area.z + shift.dz, w)) {
         continue;
       }
-      const double v = __dadd_rn(__dsub_rn(a, __dmul_rn(2.0, b)), c);
-      sum = __dadd_rn(sum, __dmul_rn(v, v));
+      sum = __dadd_rn(sum, __dmul_rn(v, w));
       ++count;
     }
   sums[index] = sum;
@@ -249,8 +259,8 @@ class DeviceReads final : public detail::ImageReads {
     return out;
   }
 
-  void lag_sums(const std::vector<LagArea>& areas, const std::vector<Lag>& lags, const detail::Excluded& padding, double* sums,
-                i64* counts) const override {
+  void lag_sums(const std::vector<LagArea>& areas, const std::vector<Lag>& lags, const Lag& shift,
+                const detail::Excluded& padding, double* sums, i64* counts) const override {
     const i64 n = i64(areas.size()) * i64(lags.size());
     if (n == 0) return;
     const DeviceBuffer<LagArea> d_areas = upload(areas, stream_);
@@ -259,7 +269,7 @@ class DeviceReads final : public detail::ImageReads {
     DeviceBuffer<i64> d_counts{std::size_t(n)};
     const Dims d = dims();
     lag_sums_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(in_, d.nx, d.ny, d.nz, d_areas.data(), i64(areas.size()),
-                                                             d_lags.data(), int(lags.size()), to_padding(padding),
+                                                             d_lags.data(), int(lags.size()), shift, to_padding(padding),
                                                              d_sums.data(), d_counts.data());
     CTD_CUDA_CHECK(cudaGetLastError());
     CTD_CUDA_CHECK(cudaMemcpyAsync(sums, d_sums.data(), std::size_t(n) * sizeof(double), cudaMemcpyDeviceToHost, stream_));

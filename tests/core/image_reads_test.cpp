@@ -47,38 +47,48 @@ TEST(ImageReads, LagSumsAreTheSecondDifferencesOfEveryUsableVoxelOfTheArea) {
   const ctd::Dims d{37, 29, 5};
   const std::vector<float> padding{-1024.0f};
   const ctd::Volume v = padded_noise(d, 3, padding[0]);
-  // Areas inside, across every border and wholly outside; lags in-plane, across slices, long.
+  // Areas inside, across every border and wholly outside; lags in-plane, across slices, long;
+  // squares (no shift) and products with the difference a few voxels away, in-plane or across.
   const std::vector<LagArea> areas{{0, 0, 0}, {13, 9, 2}, {-4, -3, 0}, {33, 25, 4}, {30, 0, 1}, {-8, 10, 2}, {50, 50, 0}};
   const std::vector<Lag> lags{{1, 0, 0}, {0, 1, 0}, {2, -1, 0}, {-5, 3, 0}, {0, 0, 1}, {1, 1, 1}, {3, -2, 2}, {9, 0, 0}};
-  std::vector<double> sums(areas.size() * lags.size(), -1);
-  std::vector<i64> counts(sums.size(), -1);
-  ctd::detail::host_reads(v.view())->lag_sums(areas, lags, padding, sums.data(), counts.data());
   auto at = [&](i64 x, i64 y, i64 z, double& out) {
     if (x < 0 || y < 0 || z < 0 || x >= d.nx || y >= d.ny || z >= d.nz) return false;
     out = v.data()[(z * d.ny + y) * d.nx + x];
     return usable(float(out), padding);
   };
-  i64 seen = 0;
-  for (std::size_t a = 0; a < areas.size(); ++a)
-    for (std::size_t l = 0; l < lags.size(); ++l) {
-      double expected = 0;
-      i64 count = 0;
-      for (i64 y = areas[a].y; y < areas[a].y + 8; ++y)
-        for (i64 x = areas[a].x; x < areas[a].x + 8; ++x) {
-          const Lag g = lags[l];
-          double p, c, n;
-          if (at(x - g.dx, y - g.dy, areas[a].z - g.dz, p) && at(x, y, areas[a].z, c) && at(x + g.dx, y + g.dy, areas[a].z + g.dz, n)) {
-            expected += (p - 2 * c + n) * (p - 2 * c + n);
-            ++count;
+  auto difference = [&](i64 x, i64 y, i64 z, const Lag& g, double& out) {
+    double p, c, n;
+    if (!at(x - g.dx, y - g.dy, z - g.dz, p) || !at(x, y, z, c) || !at(x + g.dx, y + g.dy, z + g.dz, n)) return false;
+    out = p - 2 * c + n;
+    return true;
+  };
+  for (const Lag shift : {Lag{0, 0, 0}, Lag{3, 0, 0}, Lag{0, -3, 0}, Lag{-2, 1, 1}}) {
+    std::vector<double> sums(areas.size() * lags.size(), -1);
+    std::vector<i64> counts(sums.size(), -1);
+    ctd::detail::host_reads(v.view())->lag_sums(areas, lags, shift, padding, sums.data(), counts.data());
+    i64 seen = 0;
+    for (std::size_t a = 0; a < areas.size(); ++a)
+      for (std::size_t l = 0; l < lags.size(); ++l) {
+        double expected = 0;
+        i64 count = 0;
+        for (i64 y = areas[a].y; y < areas[a].y + 8; ++y)
+          for (i64 x = areas[a].x; x < areas[a].x + 8; ++x) {
+            double here, there;
+            if (difference(x, y, areas[a].z, lags[l], here) &&
+                difference(x + shift.dx, y + shift.dy, areas[a].z + shift.dz, lags[l], there)) {
+              expected += here * there;
+              ++count;
+            }
           }
-        }
-      const std::size_t k = a * lags.size() + l;
-      EXPECT_EQ(counts[k], count) << "area " << a << " lag " << l;
-      EXPECT_NEAR(sums[k], expected, 1e-12 * std::max(1.0, expected)) << "area " << a << " lag " << l;
-      seen += count;
-    }
-  EXPECT_GT(seen, 500);  // the case is not vacuous
-  EXPECT_EQ(counts[6 * lags.size()], 0);  // the area outside the image
+        const std::size_t k = a * lags.size() + l;
+        EXPECT_EQ(counts[k], count) << "area " << a << " lag " << l << " shift " << shift.dx << shift.dy << shift.dz;
+        EXPECT_NEAR(sums[k], expected, 1e-12 * std::max(1.0, std::abs(expected) + 1e4 * count))
+            << "area " << a << " lag " << l << " shift " << shift.dx << shift.dy << shift.dz;
+        seen += count;
+      }
+    EXPECT_GT(seen, 500);  // the case is not vacuous
+    EXPECT_EQ(counts[6 * lags.size()], 0);  // the area outside the image
+  }
 }
 
 TEST(ImageReads, AValueLeftOutInItsRegionsOnlyIsReadWhereItLiesScattered) {
@@ -106,7 +116,7 @@ TEST(ImageReads, AValueLeftOutInItsRegionsOnlyIsReadWhereItLiesScattered) {
   std::vector<double> sums(areas.size() * lags.size());
   std::vector<i64> counts(sums.size());
   const auto reads = ctd::detail::host_reads(v.view());
-  reads->lag_sums(areas, lags, ctd::detail::Excluded({-1024.0f}, -1024.0f), sums.data(), counts.data());
+  reads->lag_sums(areas, lags, {0, 0, 0}, ctd::detail::Excluded({-1024.0f}, -1024.0f), sums.data(), counts.data());
   i64 scattered_read = 0;
   for (std::size_t a = 0; a < areas.size(); ++a)
     for (std::size_t l = 0; l < lags.size(); ++l) {
@@ -243,8 +253,8 @@ TEST(ImageReads, Int16VoxelsReadAsTheirFloatValues) {
   const std::vector<Lag> lags{{1, 0, 0}, {0, 2, 1}};
   std::vector<double> s1(4), s2(4);
   std::vector<i64> c1(4), c2(4);
-  from_int16->lag_sums(areas, lags, {}, s1.data(), c1.data());
-  from_float->lag_sums(areas, lags, {}, s2.data(), c2.data());
+  from_int16->lag_sums(areas, lags, {0, 0, 0}, {}, s1.data(), c1.data());
+  from_float->lag_sums(areas, lags, {0, 0, 0}, {}, s2.data(), c2.data());
   EXPECT_EQ(s1, s2);
   EXPECT_EQ(c1, c2);
   EXPECT_EQ(from_int16->every(3, 100), from_float->every(3, 100));
@@ -262,8 +272,8 @@ TEST(ImageReads, Int16VoxelsReadAsTheirFloatValues) {
       EXPECT_EQ(r1[i].range, r2[i].range) << i;
     }
   }
-  from_int16->lag_sums(areas, lags, padding, s1.data(), c1.data());
-  from_float->lag_sums(areas, lags, padding, s2.data(), c2.data());
+  from_int16->lag_sums(areas, lags, {3, 0, 0}, padding, s1.data(), c1.data());
+  from_float->lag_sums(areas, lags, {3, 0, 0}, padding, s2.data(), c2.data());
   EXPECT_EQ(s1, s2);
   EXPECT_EQ(c1, c2);
   const std::vector<i64> bad = from_int16->unusable_per_block({1, 0, 0}, 6, 2, 3, 2, 2, -1024.0f);

@@ -136,12 +136,14 @@ TEST(ImageReadsCuda, EachReadGivesTheHostsBits) {
         for (int dx = -3; dx <= 3; ++dx) lags.push_back({dx, dy, dz});
     lags.push_back({13, 0, 0});
     const std::size_t n = areas.size() * lags.size();
-    std::vector<double> host_sums(n), gpu_sums(n);
-    std::vector<i64> host_counts(n), gpu_counts(n);
-    host->lag_sums(areas, lags, padding, host_sums.data(), host_counts.data());
-    gpu->lag_sums(areas, lags, padding, gpu_sums.data(), gpu_counts.data());
-    EXPECT_EQ(gpu_sums, host_sums);
-    EXPECT_EQ(gpu_counts, host_counts);
+    for (const ctd::detail::Lag shift : {ctd::detail::Lag{0, 0, 0}, ctd::detail::Lag{3, 0, 0}, ctd::detail::Lag{0, -3, 1}}) {
+      std::vector<double> host_sums(n), gpu_sums(n);
+      std::vector<i64> host_counts(n), gpu_counts(n);
+      host->lag_sums(areas, lags, shift, padding, host_sums.data(), host_counts.data());
+      gpu->lag_sums(areas, lags, shift, padding, gpu_sums.data(), gpu_counts.data());
+      EXPECT_EQ(gpu_sums, host_sums) << shift.dx << shift.dy << shift.dz;
+      EXPECT_EQ(gpu_counts, host_counts) << shift.dx << shift.dy << shift.dz;
+    }
   }
   EXPECT_EQ(gpu->unusable_per_block({1, 2, 0}, 8, 3, 5, 4, 3, -1024.0f), host->unusable_per_block({1, 2, 0}, 8, 3, 5, 4, 3, -1024.0f));
   const std::vector<ctd::detail::Corner> corners{{0, 0, 0}, {37, 29, 6}, {11, 3, 2}, {20, 20, 1}, {5, 17, 0}, {30, 1, 4}};
