@@ -44,7 +44,9 @@ double padding_value(ConstVolumeView<float> image);
 // correlate it across z), so a neighbour-difference sigma alone misjudges it. The model holds
 // the noise covariance C(d) = E[n(p) n(p+d)] for lags |dx|, |dy| <= radius_xy, |dz| <= radius_z,
 // measured by second differences u(p+d) - 2u(p) + u(p-d) (blind to linear trends) in the image's
-// flattest 8 x 8 blocks (docs/parameters.md); C = 0 beyond. Correlation longer than radius_xy
+// flattest 8 x 8 blocks (docs/parameters.md); C = 0 beyond. Across slices it is separable, as
+// noise made slice by slice is: C(dx, dy, dz) = C(dx, dy, 0) C(0, 0, dz) / C(0), with C(0, 0, dz)
+// read clear of anatomy that changes from slice to slice. Correlation longer than radius_xy
 // counts as signal: it is the low-frequency part of the noise, which neither filter removes.
 struct NoiseModel {
   double sigma = 0;                  // standard deviation of one voxel's noise, image units
