@@ -95,11 +95,7 @@ struct BlockReads {
   // The mean D^2 along the given lags over the given blocks (each block's lags added in order,
   // then the blocks in order), or NaN from fewer than 256 differences.
   double mean_square_along(const std::vector<Block>& where, std::span<const Lag> along) const {
-    return mean_product_along(where, along, {0, 0, 0});
-  }
-  // The same of D(p) D(p + shift).
-  double mean_product_along(const std::vector<Block>& where, std::span<const Lag> along, const Lag& shift) const {
-    const LagSums t = sums(where, along, shift);
+    const LagSums t = sums(where, along);
     double sum = 0;
     i64 count = 0;
     for (std::size_t b = 0; b < where.size(); ++b) {

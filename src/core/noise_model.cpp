@@ -8,7 +8,6 @@
 #include <ctdenoise/noise.hpp>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <future>
 #include <limits>
@@ -102,27 +101,43 @@ std::optional<std::vector<Block>> flat_of(const BlockReads& block_reads, const s
   return flat;
 }
 
-// The noise's part of the mean D^2 along (0, 0, dz) over `where`, NaN where it is not read.
-// Anatomy that changes from slice to slice but is smooth in-plane adds to D along z even in
-// blocks flat in-plane, and alike to D(p)^2 and to D(p) D(p + e) at an in-plane shift e; noise
-// made slice by slice (C = C_xy R(dz)) adds rho_xy(e) times as much to the second. So the noise's
-// part is (E[D^2] - E[D(p) D(p + e)]) / (1 - rho_xy(e)): the mean over e 3 voxels along x and
-// along y, whose noise correlations are rho_x and rho_y (one of 0.5 or more, where 1 / (1 - rho)
-// magnifies the sampling error, is not used). Anatomy finer than 3 voxels in-plane stays in it.
-double across_slices_without_anatomy(const BlockReads& image, const std::vector<Block>& where, int dz, double rho_x,
-                                     double rho_y) {
+// The noise's part of the mean D^2 along (0, 0, k) over `where`, k = 1 ... radius_z (NaN where
+// it is not read). Anatomy that changes from slice to slice but is smooth in-plane adds to D
+// along z even in blocks flat in-plane, and alike to D(p)^2 and to D(p) D(p + e) at an in-plane
+// shift e; noise made slice by slice (C = C_xy R(dz)) adds rho_xy(e) times as much to the second.
+// So the noise's part is (E[D^2] - E[D(p) D(p + e)]) / (1 - rho_xy(e)): the mean over e 3 voxels
+// along x and along y, whose noise correlations are rho_x and rho_y (one of 0.5 or more, where
+// 1 / (1 - rho) magnifies the sampling error, is not used). Anatomy finer than 3 voxels in-plane
+// stays in it.
+std::vector<double> across_slices_without_anatomy(const BlockReads& image, const std::vector<Block>& where, int radius_z,
+                                                  double rho_x, double rho_y) {
   constexpr int kShift = 3;
   constexpr double kMostShiftCorrelation = 0.5;
-  const std::array<Lag, 1> along{{{0, 0, dz}}};
-  const double mean = image.mean_square_along(where, along);
-  double sum = 0;
+  std::vector<Lag> across;
+  for (int k = 1; k <= radius_z; ++k) across.push_back({0, 0, k});
+  // Each lag's mean over the blocks (in block order), NaN from fewer than 256 differences.
+  auto means = [&](const Lag& shift) {
+    const LagSums t = image.sums(where, across, shift);
+    std::vector<double> out(across.size());
+    for (std::size_t k = 0; k < across.size(); ++k) {
+      double sum = 0;
+      i64 count = 0;
+      for (std::size_t b = 0; b < where.size(); ++b) sum += t.sums[b * across.size() + k], count += t.counts[b * across.size() + k];
+      out[k] = count >= 256 ? sum / double(count) : std::numeric_limits<double>::quiet_NaN();
+    }
+    return out;
+  };
+  const std::vector<double> squares = means({0, 0, 0});
+  std::vector<double> noise_part(across.size(), 0.0);
   int directions = 0;
   for (const auto& [shift, rho] : {std::pair{Lag{kShift, 0, 0}, rho_x}, std::pair{Lag{0, kShift, 0}, rho_y}}) {
     if (!(rho < kMostShiftCorrelation)) continue;
-    sum += (mean - image.mean_product_along(where, along, shift)) / (1 - rho);
+    const std::vector<double> products = means(shift);
+    for (std::size_t k = 0; k < across.size(); ++k) noise_part[k] += (squares[k] - products[k]) / (1 - rho);
     ++directions;
   }
-  return directions > 0 ? sum / directions : std::numeric_limits<double>::quiet_NaN();
+  for (double& n : noise_part) n = directions > 0 ? n / directions : std::numeric_limits<double>::quiet_NaN();
+  return noise_part;
 }
 
 // The lags straight across slices keep no more than their noise's part (after the in-plane
@@ -130,11 +145,12 @@ double across_slices_without_anatomy(const BlockReads& image, const std::vector<
 // with the next) read 0.62 with that anatomy, 0.71 without.
 void take_off_anatomy_across_slices(const NoiseModel& m, const BlockReads& block_reads, const std::vector<Block>& chosen,
                                     const std::vector<Lag>& lags, std::vector<double>& variance) {
+  const std::vector<double> noise_part =
+      across_slices_without_anatomy(block_reads, chosen, m.radius_z, m.correlation(3, 0, 0), m.correlation(0, 3, 0));
   for (std::size_t l = 0; l < lags.size(); ++l) {
     if (lags[l].dx != 0 || lags[l].dy != 0 || lags[l].dz == 0) continue;
-    const double noise_part =
-        across_slices_without_anatomy(block_reads, chosen, lags[l].dz, m.correlation(3, 0, 0), m.correlation(0, 3, 0));
-    if (noise_part < variance[l]) variance[l] = noise_part;
+    const double part = noise_part[std::size_t(lags[l].dz - 1)];
+    if (part < variance[l]) variance[l] = part;
   }
 }
 
