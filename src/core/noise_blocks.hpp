@@ -36,6 +36,13 @@ struct LagSums {
     for (std::size_t l = first; l < first + n; ++l) sum += sums[a * lags + l], count += counts[a * lags + l];
     return {sum, count};
   }
+  // Lag l's sum over every area (in area order) and its count.
+  std::pair<double, i64> over_areas(std::size_t l) const {
+    double sum = 0;
+    i64 count = 0;
+    for (std::size_t a = 0; a * lags < sums.size(); ++a) sum += sums[a * lags + l], count += counts[a * lags + l];
+    return {sum, count};
+  }
 };
 inline LagSums lag_sums(const ImageReads& reads, std::span<const LagArea> areas, std::span<const Lag> lags,
                         const detail::Excluded& padding, const Lag& shift = {0, 0, 0}) {

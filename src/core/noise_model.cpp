@@ -120,9 +120,7 @@ std::vector<double> across_slices_without_anatomy(const BlockReads& image, const
     const LagSums t = image.sums(where, across, shift);
     std::vector<double> out(across.size());
     for (std::size_t k = 0; k < across.size(); ++k) {
-      double sum = 0;
-      i64 count = 0;
-      for (std::size_t b = 0; b < where.size(); ++b) sum += t.sums[b * across.size() + k], count += t.counts[b * across.size() + k];
+      const auto [sum, count] = t.over_areas(k);
       out[k] = count >= 256 ? sum / double(count) : std::numeric_limits<double>::quiet_NaN();
     }
     return out;
@@ -231,9 +229,7 @@ NoiseModel detail::estimate_noise_model(const ImageReads& reads, const std::vect
   std::vector<double> variance(lags.size());
   std::vector<i64> pairs(lags.size());
   for (std::size_t l = 0; l < lags.size(); ++l) {
-    double sum = 0;
-    i64 count = 0;
-    for (std::size_t b = 0; b < chosen.size(); ++b) sum += t.sums[b * lags.size() + l], count += t.counts[b * lags.size() + l];
+    const auto [sum, count] = t.over_areas(l);
     pairs[l] = count;
     variance[l] = count > 0 ? sum / double(count) : 0;
   }
