@@ -202,17 +202,19 @@ struct CaseName {
 };
 inline constexpr CaseName case_name{};
 
-// White noise of unit variance filtered in-plane along x, then y, by `taps` (an odd number,
-// normalised to unit gain on variance; borders clamped), slice by slice.
-inline std::vector<double> filtered_noise(const ctd::Dims& d, const std::vector<double>& taps, unsigned seed) {
-  const std::int64_t reach = std::int64_t(taps.size() / 2);
-  double energy = 0;
-  for (double t : taps) energy += t * t;
+// White noise of unit variance filtered in-plane along x by `taps_x`, then along y by `taps_y`
+// (odd numbers, each normalised to unit gain on variance; borders clamped), slice by slice.
+inline std::vector<double> filtered_noise(const ctd::Dims& d, const std::vector<double>& taps_x,
+                                          const std::vector<double>& taps_y, unsigned seed) {
   std::vector<double> field(std::size_t(d.count()));
   std::mt19937 rng(seed);
   std::normal_distribution<double> normal(0, 1);
   for (double& f : field) f = normal(rng);
   for (const bool along_x : {true, false}) {
+    const std::vector<double>& taps = along_x ? taps_x : taps_y;
+    const std::int64_t reach = std::int64_t(taps.size() / 2);
+    double energy = 0;
+    for (double t : taps) energy += t * t;
     std::vector<double> out(field.size());
     for (std::int64_t z = 0; z < d.nz; ++z)
       for (std::int64_t y = 0; y < d.ny; ++y)
@@ -228,6 +230,11 @@ inline std::vector<double> filtered_noise(const ctd::Dims& d, const std::vector<
     field = std::move(out);
   }
   return field;
+}
+
+// The same taps along x and y.
+inline std::vector<double> filtered_noise(const ctd::Dims& d, const std::vector<double>& taps, unsigned seed) {
+  return filtered_noise(d, taps, taps, seed);
 }
 
 // White noise of unit variance blurred in-plane by a Gaussian of `width` voxels (out to 3.5
