@@ -205,10 +205,10 @@ TEST(NoiseModel, BandLimitedNoiseFarAboveThePseudoResidualSigmaIsBelieved) {
 TEST(NoiseModel, NoiseReachingPastTheLagsIsNotCutShort) {
   // Streaks as a zoomed fan-beam reconstruction leaves them: smooth along y (a Gaussian of 2.5
   // voxels: correlation 0.5 at 4 voxels) and band-pass along x (a difference of Gaussians of 1.5
-  // and 4 voxels), with 30 % white noise, 30 HU. The 4-lag model takes C = 0 beyond its lags:
-  // it read the level 18-25 % low (three seeds), its farthest lag 0.40-0.47 along y and -0.09 to
-  // -0.16 along x (after -0.01). The smooth fit reaches farther and is tried where the model
-  // cuts the noise so short.
+  // and 4 voxels), plus white noise of 0.3 times their amplitude, 30 HU in all. The 4-lag model
+  // takes C = 0 beyond its lags: it read the level 18-25 % low (three seeds), its farthest lag
+  // 0.40-0.47 along y and -0.09 to -0.16 along x (after -0.01). The smooth fit reaches farther
+  // and is tried where the model cuts the noise so short.
   const ctd::Volume clean = ct_phantom({256, 224, 1});
   std::vector<double> band_pass;
   for (int k = -14; k <= 14; ++k) band_pass.push_back(std::exp(-k * k / 4.5) - 0.9 * 1.5 / 4 * std::exp(-k * k / 32.0));
