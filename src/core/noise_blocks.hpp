@@ -36,12 +36,21 @@ struct LagSums {
     for (std::size_t l = first; l < first + n; ++l) sum += sums[a * lags + l], count += counts[a * lags + l];
     return {sum, count};
   }
-  // Lag l's sum over every area (in area order) and its count.
-  std::pair<double, i64> over_areas(std::size_t l) const {
+  // Lags [first, first + n)'s sum over every area (each area's lags added in order, then the
+  // areas in order) and its count.
+  std::pair<double, i64> over_areas(std::size_t first, std::size_t n = 1) const {
     double sum = 0;
     i64 count = 0;
-    for (std::size_t a = 0; a * lags < sums.size(); ++a) sum += sums[a * lags + l], count += counts[a * lags + l];
+    for (std::size_t a = 0; a * lags < sums.size(); ++a) {
+      const auto [area_sum, area_count] = of(a, first, n);
+      sum += area_sum, count += area_count;
+    }
     return {sum, count};
+  }
+  // That sum's mean, or NaN from fewer than 256 differences.
+  double mean_over_areas(std::size_t first, std::size_t n = 1) const {
+    const auto [sum, count] = over_areas(first, n);
+    return count >= 256 ? sum / double(count) : std::numeric_limits<double>::quiet_NaN();
   }
 };
 inline LagSums lag_sums(const ImageReads& reads, std::span<const LagArea> areas, std::span<const Lag> lags,
@@ -102,14 +111,7 @@ struct BlockReads {
   // The mean D^2 along the given lags over the given blocks (each block's lags added in order,
   // then the blocks in order), or NaN from fewer than 256 differences.
   double mean_square_along(const std::vector<Block>& where, std::span<const Lag> along) const {
-    const LagSums t = sums(where, along);
-    double sum = 0;
-    i64 count = 0;
-    for (std::size_t b = 0; b < where.size(); ++b) {
-      const auto [block_sum, block_count] = t.of(b, 0, along.size());
-      sum += block_sum, count += block_count;
-    }
-    return count >= 256 ? sum / double(count) : std::numeric_limits<double>::quiet_NaN();
+    return sums(where, along).mean_over_areas(0, along.size());
   }
 };
 

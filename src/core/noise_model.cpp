@@ -121,10 +121,7 @@ std::vector<double> across_slices_without_anatomy(const BlockReads& image, const
   auto means = [&](const Lag& shift) {
     const LagSums t = image.sums(where, across, shift);
     std::vector<double> out(across.size());
-    for (std::size_t k = 0; k < across.size(); ++k) {
-      const auto [sum, count] = t.over_areas(k);
-      out[k] = count >= 256 ? sum / double(count) : std::numeric_limits<double>::quiet_NaN();
-    }
+    for (std::size_t k = 0; k < across.size(); ++k) out[k] = t.mean_over_areas(k);
     return out;
   };
   const std::vector<double> squares = means({0, 0, 0});
