@@ -41,7 +41,8 @@ constexpr double kLeastTileReadingGain = 0.06;
 // map fits them, and its probe was refused), the tiles are read from this gain, each at the
 // model's texture. A fan-beam scan reconstructed with Hann's window at pixels half its detector's
 // bins reads 0.054 (its noise 16 HU in the air, 21 in the body): one level, the air's, and NLM
-// was under-smoothed by up to 1.06 dB (h 0.56 x the best). No validation set's image gets here.
+// was under-smoothed by up to 1.06 dB (h 0.56 x the best). No image of the validation sets has its
+// level known to vary at a gain under kLeastTileReadingGain.
 constexpr double kLeastKnownTileReadingGain = 0.03;
 constexpr std::int64_t kLeastSampleBlocks = 64;  // blocks in the sample of a large image, at least
 constexpr std::int64_t kLeastBlocks = 16;        // blocks in any sample of blocks, at least (where the image has them)

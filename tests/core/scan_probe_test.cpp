@@ -770,7 +770,6 @@ TEST(AutoSample, ALevelKnownToVaryIsReadTileByTile) {
   EXPECT_LT(varied.level, 40.0);
 }
 
-
 TEST(AutoSample, SmoothNoiseKnownToVaryIsReadTileByTile) {
   // As above, with the noise blurred by a Gaussian and the image's left half quiet (sigma 10),
   // its right half loud (40). Blurred by 1.2 voxels, pseudo-residuals see 4 % of the noise's
