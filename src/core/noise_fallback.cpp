@@ -90,7 +90,8 @@ SliceCorrelation slice_correlation(const ImageReads& reads, const detail::Exclud
 // - Confirmed by the far lags (fit_smooth_and_white_noise, with white noise on top, at lags 1,
 //   2 and 4): where the fitted correlation has died out (3 widths and more), the mean D^2 of
 //   noise alone stays at the level the fit predicts, while anatomy's keeps rising with the lag.
-//   Both far lags must lie within kMaxRise (in sigma) of the prediction. The blocks are chosen
+//   Both far lags must lie within kMaxRise (in sigma) of the prediction, or both below it (the
+//   noise's plateau gives the level then: fit_at_plateau). The blocks are chosen
 //   by the flatness of the four blocks around them, not their own: an 8 x 8 block holds only a
 //   few independent samples of such noise, and the quietest read its level 18 % low.
 // - Otherwise fit_smooth_noise at lags 1 and 2 in the flattest blocks at lag 2, up to
