@@ -185,7 +185,6 @@ SmoothFit read_smooth_noise(const BlockReads& image, const std::vector<Block>& b
     return image.mean_square_along(fit.blocks, along) / fit.noise.mean_square_difference(lag);
   };
   auto agrees = [](double ratio) { return ratio <= kMaxRise * kMaxRise && ratio >= 1 / (kMaxRise * kMaxRise); };  // false for NaN
-  auto far_lag_agrees = [&](const Fit& fit, int lag) { return agrees(far_ratio(fit, lag)); };
   // Or the far lags read below the fit, which anatomy (it adds) cannot make them do: noise
   // band-limited below the pixel, whose correlation swings negative past its main lobe where a
   // Gaussian's stays positive, so that the fit at lags 1, 2 and 4 over-reads its level. Past the
@@ -196,8 +195,8 @@ SmoothFit read_smooth_noise(const BlockReads& image, const std::vector<Block>& b
   // within 6 %. A zoomed fan-beam scan of the Shepp-Logan phantom (Hann's window, the bowtie) read
   // 8.6 where its far lags read 7.5 (the added noise 7.0-7.9) and had fallen back to 1.9: NLM
   // 1.82 dB under-smoothed. No wide fit of the validation sets reads under 1.01 x at its far lags.
-  auto fit_at_plateau = [&](const Fit& fit, int near) -> std::optional<Fit> {
-    const double at_near = far_ratio(fit, near), at_far = far_ratio(fit, near + 3);
+  // (at_near and at_far: far_ratio at the two far lags.)
+  auto fit_at_plateau = [&](const Fit& fit, double at_near, double at_far) -> std::optional<Fit> {
     if (!(at_far > 0 && at_far < 1 / (kMaxRise * kMaxRise)) || !agrees(at_near / at_far)) return std::nullopt;
     Fit out = fit;
     out.noise.c0 *= at_far, out.noise.white *= at_far;
@@ -246,8 +245,9 @@ SmoothFit read_smooth_noise(const BlockReads& image, const std::vector<Block>& b
   auto confirmed = [&](const std::optional<Fit>& wide) -> std::optional<Fit> {
     if (!wide) return std::nullopt;
     const int near = std::max(5, int(std::ceil(3 * wide->noise.width)) + 1);
-    if (far_lag_agrees(*wide, near) && far_lag_agrees(*wide, near + 3)) return wide;
-    if (std::optional<Fit> plateau = fit_at_plateau(*wide, near)) return plateau;
+    const double at_near = far_ratio(*wide, near), at_far = far_ratio(*wide, near + 3);
+    if (agrees(at_near) && agrees(at_far)) return wide;
+    if (std::optional<Fit> plateau = fit_at_plateau(*wide, at_near, at_far)) return plateau;
     return fit_less_anatomy(*wide, near);
   };
   const std::optional<Fit> first = fit_in(around_activity, true, 1.0);
