@@ -43,8 +43,13 @@ def fan_geometry(n, pixel_mm, views=720, source_mm=None, pitch=1.0):
     return dict(D=D, u=u, du=du, beta=beta, n=n, pixel=pixel_mm)
 
 
-def project(mu, g, step=1.0):
-    """Line integrals (mm * 1/mm) of mu (n x n, 1/mm, pixel g['pixel']) along the fan's rays."""
+def project(mu, g, step=1.0, cell=False):
+    """Line integrals (mm * 1/mm) of mu (n x n, 1/mm, pixel g['pixel']) along the fan's rays: at
+    each bin's centre, or (cell) the mean of four rays spread over its width, as a detector's cell
+    integrates (point samples alias a hard-edged phantom where the bins are wider than a pixel)."""
+    if cell:
+        offsets = (-0.375, -0.125, 0.125, 0.375)
+        return np.mean([project(mu, dict(g, u=g["u"] + o * g["du"]), step) for o in offsets], axis=0)
     n, px, D = g["n"], g["pixel"], g["D"]
     c0 = (n - 1) / 2
     out = np.zeros((len(g["beta"]), len(g["u"])))
@@ -114,14 +119,16 @@ def fbp(p, g, window="ramp"):
     return img * (2 * np.pi / len(g["beta"])) / 2
 
 
-def simulate(clean_hu, pixel_mm, views, window, photons, rng, bowtie=0.0, tcm=False, electronic=0.0, pitch=1.0):
+def simulate(clean_hu, pixel_mm, views, window, photons, rng, bowtie=0.0, tcm=False, electronic=0.0, pitch=1.0,
+             cell=False):
     """A fan-beam scan of clean_hu; bowtie: the extra attenuation (line integral) at the fan's edge,
     growing as (u / u_max)^2 (0: none); tcm: the views' photons modulated as exp(max p / 2), mean
     `photons`; electronic: the sigma of Gaussian counts added to the Poisson counts; pitch: the
-    detector's bins, in pixels at the isocentre (2: a zoomed reconstruction)."""
+    detector's bins, in pixels at the isocentre (2: a zoomed reconstruction); cell: each bin
+    integrates over its width (project)."""
     g = fan_geometry(clean_hu.shape[-1], pixel_mm, views, pitch=pitch)
     mu = np.clip(MU_WATER * (1 + clean_hu / 1000.0), 0, None)
-    p = project(mu, g)
+    p = project(mu, g, cell=cell)
     if photons is not None:
         umax = np.abs(g["u"]).max()
         incident = photons * np.exp(-bowtie * (g["u"] / umax) ** 2)[None, :]
@@ -159,13 +166,18 @@ def main():
     parser.add_argument("--detector-pitch", type=float, default=1.0, metavar="P",
                         help="the detector's bins, in pixels at the isocentre: above 1, a zoomed (or finer-matrix) "
                              "reconstruction whose noise is smoother than a pixel (2: the pixel half the bins' pitch)")
+    parser.add_argument("--cell-aperture", action="store_true",
+                        help="each detector bin integrates over its width (four rays) instead of one ray at its "
+                             "centre: with bins wider than a pixel, point samples alias a hard-edged phantom into "
+                             "ringing that the noise-free reference keeps")
     parser.add_argument("--sweeps", metavar="FILE",
                         help="sweep only the cases missing from this --json file of an earlier run (a list of cases, "
                              "or an object with them in 'cases_detail'): take their best and noisy input from it "
                              "(the scans are seeded: the same images)")
     args = parser.parse_args()
     recorded = recorded_cases(args.sweeps, lambda c: (c["phantom"], c["window"], c["bowtie"], c.get("tcm", False),
-                                                      c.get("electronic", 0.0), c.get("detector_pitch", 1.0), c["photons"], c["setting"]),
+                                                      c.get("electronic", 0.0), c.get("detector_pitch", 1.0), c.get("cell_aperture", False),
+                                                      c["photons"], c["setting"]),
                                 "cases_detail")
     phantoms = {"abdomen 384": (lambda: abdomen((384, 384), 1), 0.9), "abdomen 512": (lambda: abdomen((512, 512), 2), 0.7),
                 "Shepp-Logan 256": (lambda: shepp_logan(256), 0.9)}
@@ -186,24 +198,25 @@ def main():
     bowties = [2.0] if args.tcm or args.electronic else [0.0, 2.0]
     scans = [(window, bowtie) for bowtie in bowties for window in args.windows]
     for window, bowtie in scans:
-        reference = simulate(clean, px, 720, window, None, None, pitch=args.detector_pitch)
+        reference = simulate(clean, px, 720, window, None, None, pitch=args.detector_pitch, cell=args.cell_aperture)
         for photons in args.photons:
             rng = np.random.default_rng(7 + int(photons) + int(bowtie * 10) + 3 * args.tcm + int(args.electronic))
             noisy = simulate(clean, px, 720, window, photons, rng, bowtie, args.tcm, args.electronic,
-                             args.detector_pitch).astype(np.float32)
+                             args.detector_pitch, args.cell_aperture).astype(np.float32)
             noisy_q = quality(noisy, reference)
             for setting, kind, kw in settings:
                 f = ctd.nlm if kind == "nlm" else ctd.bilateral
-                old = recorded.get((args.phantom, window, bowtie, args.tcm, args.electronic, args.detector_pitch, photons, setting))
+                old = recorded.get((args.phantom, window, bowtie, args.tcm, args.electronic, args.detector_pitch, args.cell_aperture,
+                                     photons, setting))
                 best = (old["best_value"], *old["best"]) if old else None
                 auto, auto_q, best, within = judge(f, noisy, reference, kw, "cpu", noisy_q, best)
                 case = dict(phantom=args.phantom, window=window, bowtie=bowtie, tcm=args.tcm, electronic=args.electronic,
-                            detector_pitch=args.detector_pitch, photons=photons, setting=setting,
+                            detector_pitch=args.detector_pitch, cell_aperture=args.cell_aperture, photons=photons, setting=setting,
                             auto_value=auto["value"], auto=auto_q, best_value=best[0], best=best[1:], noisy=noisy_q,
                             within=within, noise_over_image=auto["noise_over_image"], scan_fit=auto["scan_fit"],
                             scan_source=auto["scan_source"])
                 cases.append(case)
-                print(f"{args.phantom} | fan {window} bowtie {bowtie}{f' pitch {args.detector_pitch:g}' if args.detector_pitch != 1 else ''}{' tcm' if args.tcm else ''}{f' electronic {args.electronic:g}' if args.electronic else ''} I0 {photons:.2g} | {setting}: auto {auto['value']:.1f} "
+                print(f"{args.phantom} | fan {window} bowtie {bowtie}{f' pitch {args.detector_pitch:g}' if args.detector_pitch != 1 else ''}{' cell' if args.cell_aperture else ''}{' tcm' if args.tcm else ''}{f' electronic {args.electronic:g}' if args.electronic else ''} I0 {photons:.2g} | {setting}: auto {auto['value']:.1f} "
                       f"({auto_q[0]:.2f}/{auto_q[1]:.4f}) best {best[0]:.1f} ({best[1]:.2f}/{best[2]:.4f}) "
                       f"{'ok' if case['within'] else 'MISS'} | {auto['noise_over_image']}", flush=True)
     if args.json:
