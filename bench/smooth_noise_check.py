@@ -31,6 +31,9 @@ def main():
                         help="blur ramp-filtered noise (power spectrum |f|, filtered back-projection's) instead of white "
                              "noise: a band-pass texture, blotchy but without the lowest frequencies, as iterative "
                              "reconstruction leaves FBP-like noise (in-plane)")
+    parser.add_argument("--white-share", type=float, default=0.0, metavar="S",
+                        help="this share of the noise's variance white, the rest blurred (a smooth kernel's "
+                             "noise with white noise added after it)")
     parser.add_argument("--noise-everywhere", action="store_true",
                         help="add the noise over a scan's padding too (outside its field of view), a large flat "
                              "noise-only area that the model reads easily")
@@ -58,15 +61,19 @@ def main():
                     fx = np.fft.fftfreq(clean.shape[-1])[None, :]
                     white = np.real(np.fft.ifft2(np.fft.fft2(white, axes=(-2, -1)) * np.sqrt(np.hypot(fx, fy)), axes=(-2, -1)))
                 n = gaussian_filter(white, in_plane)
+                if args.white_share > 0:
+                    n = np.sqrt(1 - args.white_share) * n / n.std() + np.sqrt(args.white_share) * rng.standard_normal(clean.shape)
                 inside = np.ones(clean.shape, bool) if args.noise_everywhere else clean != padding
                 noisy = np.where(inside, clean + n * (sigma / n[inside].std()), clean).astype(np.float32)
                 noisy_q = quality(noisy, clean)
                 for setting, kind, kw in settings:
                     f = ctd.nlm if kind == "nlm" else ctd.bilateral
                     auto, auto_q, best, within = judge(f, noisy, clean, kw, "cpu", noisy_q)
-                    label = f"{name} | {'ramp ' if args.ramp else ''}blurred {blur:g} vox, sigma {sigma:g} | {setting}"
+                    label = (f"{name} | {'ramp ' if args.ramp else ''}blurred {blur:g} vox"
+                             f"{f' + {args.white_share:g} white' if args.white_share else ''}, sigma {sigma:g} | {setting}")
                     record(cases, label, auto, auto_q, best, within, object=name, blur=blur, ramp=args.ramp,
-                           noise_everywhere=args.noise_everywhere, sigma=sigma, setting=setting, noisy=noisy_q)
+                           noise_everywhere=args.noise_everywhere, white_share=args.white_share, sigma=sigma, setting=setting,
+                           noisy=noisy_q)
     finish(cases, args.json)
 
 
