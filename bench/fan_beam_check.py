@@ -143,12 +143,31 @@ def simulate(clean_hu, pixel_mm, views, window, photons, rng, bowtie=0.0, tcm=Fa
     return (mu_rec / MU_WATER - 1) * 1000
 
 
+OBJECTS = ["abdomen 384", "abdomen 512", "Shepp-Logan 256", "Catphan slice", "Siemens slice", "CT1 slice"]
+
+
+def scanned_object(name, data):
+    """One of OBJECTS in HU and its pixel in mm: a phantom, or a real slice of `data`
+    (../shared/data; its own noise, 5-11 HU, stays in the reference)."""
+    from check_cases import real_scan
+    from phantom_check import abdomen, shepp_logan
+    phantoms = {"abdomen 384": (lambda: abdomen((384, 384), 1), 0.9), "abdomen 512": (lambda: abdomen((512, 512), 2), 0.7),
+                "Shepp-Logan 256": (lambda: shepp_logan(256), 0.9)}
+    if name in phantoms:
+        make, px = phantoms[name]
+        return make(), px
+    real = {"Catphan slice": data / "dicom_catphan_philips_brilliance64" / "dicom_file01.dcm",
+            "Siemens slice": data / "dicom_series_siemens_biograph_mct_20slices" / "original_jpeg2000_lossless",
+            "CT1 slice": data / "dicom_wg04_ct1_ge" / "CT1_UNC.dcm"}
+    return real_scan(real[name])
+
+
 def main():
     import ctdenoise as ctd
-    from check_cases import real_scan, recorded_cases
-    from phantom_check import SETTINGS_2D, abdomen, judge, quality, shepp_logan
+    from check_cases import recorded_cases
+    from phantom_check import SETTINGS_2D, judge, quality
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("phantom", choices=["abdomen 384", "abdomen 512", "Shepp-Logan 256", "Catphan slice", "Siemens slice", "CT1 slice"])
+    parser.add_argument("phantom", choices=OBJECTS)
     parser.add_argument("--photons", type=float, nargs=2, default=(1e5, 2.5e4), metavar=("HIGH", "LOW"),
                         help="the incident photons per ray of the two doses (a whole adult body at 1 mm needs more "
                              "than the phantoms: at 1e5 its longest rays keep a few tens of photons and the image is streaks)")
@@ -179,20 +198,7 @@ def main():
                                                       c.get("electronic", 0.0), c.get("detector_pitch", 1.0), c.get("cell_aperture", False),
                                                       c["photons"], c["setting"]),
                                 "cases_detail")
-    phantoms = {"abdomen 384": (lambda: abdomen((384, 384), 1), 0.9), "abdomen 512": (lambda: abdomen((512, 512), 2), 0.7),
-                "Shepp-Logan 256": (lambda: shepp_logan(256), 0.9)}
-    # Real slices as the scanned object (HU; their own noise, 5-11 HU, stays in the reference).
-    data = pathlib.Path(args.data)
-
-    def real_slice(path):
-        image, spacing = real_scan(path)
-        return lambda: image, spacing
-
-    real = {"Catphan slice": lambda: real_slice(data / "dicom_catphan_philips_brilliance64" / "dicom_file01.dcm"),
-            "Siemens slice": lambda: real_slice(data / "dicom_series_siemens_biograph_mct_20slices" / "original_jpeg2000_lossless"),
-            "CT1 slice": lambda: real_slice(data / "dicom_wg04_ct1_ge" / "CT1_UNC.dcm")}
-    make, px = real[args.phantom]() if args.phantom in real else phantoms[args.phantom]
-    clean = make()
+    clean, px = scanned_object(args.phantom, pathlib.Path(args.data))
     settings = [s for s in SETTINGS_2D if s[0] in ("NLM search 5 patch 1", "bilateral sigma_s 1 vox")]
     cases = []
     bowties = [2.0] if args.tcm or args.electronic else [0.0, 2.0]
