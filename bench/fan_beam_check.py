@@ -143,6 +143,11 @@ def simulate(clean_hu, pixel_mm, views, window, photons, rng, bowtie=0.0, tcm=Fa
     return (mu_rec / MU_WATER - 1) * 1000
 
 
+def noise_seed(photons, bowtie, tcm=False, electronic=0.0):
+    """The seed of a scan's noise: the same image for the same case, in every script."""
+    return 7 + int(photons) + int(bowtie * 10) + 3 * tcm + int(electronic)
+
+
 OBJECTS = ["abdomen 384", "abdomen 512", "Shepp-Logan 256", "Catphan slice", "Siemens slice", "CT1 slice"]
 
 
@@ -206,7 +211,7 @@ def main():
     for window, bowtie in scans:
         reference = simulate(clean, px, 720, window, None, None, pitch=args.detector_pitch, cell=args.cell_aperture)
         for photons in args.photons:
-            rng = np.random.default_rng(7 + int(photons) + int(bowtie * 10) + 3 * args.tcm + int(args.electronic))
+            rng = np.random.default_rng(noise_seed(photons, bowtie, args.tcm, args.electronic))
             noisy = simulate(clean, px, 720, window, photons, rng, bowtie, args.tcm, args.electronic,
                              args.detector_pitch, args.cell_aperture).astype(np.float32)
             noisy_q = quality(noisy, reference)

@@ -25,7 +25,7 @@ sys.path.insert(0, str(root / "scripts"))
 
 def main():
     import ctdenoise as ctd
-    from fan_beam_check import OBJECTS, scanned_object, simulate
+    from fan_beam_check import OBJECTS, noise_seed, scanned_object, simulate
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("phantom", choices=OBJECTS)
     parser.add_argument("--window", default="ramp", choices=["ramp", "hann", "shepp-logan", "soft", "sharp"])
@@ -44,7 +44,7 @@ def main():
     scan = dict(bowtie=args.bowtie, pitch=args.detector_pitch, cell=args.cell_aperture)
     reference = simulate(clean, px, 720, args.window, None, None, **scan)
     # The image fan_beam_check judges (the same seed), and independent realisations as probes.
-    noisy = simulate(clean, px, 720, args.window, args.photons, np.random.default_rng(7 + int(args.photons) + int(args.bowtie * 10)),
+    noisy = simulate(clean, px, 720, args.window, args.photons, np.random.default_rng(noise_seed(args.photons, args.bowtie)),
                      **scan).astype(np.float32)
     probes = [(simulate(clean, px, 720, args.window, args.photons, np.random.default_rng(1000 + k), **scan) - reference)
               for k in range(args.probes)]
