@@ -2,7 +2,10 @@
 // textures and doses, several radii, 2D and 3D, NLM and the bilateral filter. For each case it
 // compares the automatic value with the best of a sweep against the noise-free reference.
 //
-//   validate_params --data ../shared/data [--reduced | --extra | --whole | --volumes | --heldout] [--json out.json] [--only TEXT ...] [--user-settings] [--oracle] [--models-only | --auto-only [--auto-quality]] [--curves] [--device cpu|auto]
+//   validate_params --data ../shared/data [--reduced | --extra | --whole | --volumes | --heldout] [--json out.json] [--only TEXT ...] [--user-settings] [--oracle] [--models-only | --auto-only [--auto-quality] | --truth-score] [--curves] [--device cpu|auto]
+//
+// --truth-score scores the automatic value against the truth too, the reference's own noise taken off
+// (print_truth_score).
 //
 // --device auto runs the filters (the sweeps and the automatic choice) on the GPU when there is
 // one: the full matrix then takes minutes instead of an hour.
@@ -15,6 +18,7 @@
 #include <ctdenoise/error.hpp>
 #include <ctdenoise/io.hpp>
 #include <ctdenoise/metrics.hpp>
+#include <ctdenoise/noise.hpp>
 #include <ctdenoise/simulate.hpp>
 
 #include <fmt/format.h>
@@ -100,6 +104,48 @@ std::pair<double, double> best_of_sweep(const std::function<double(double)>& psn
   return {centre * std::exp2(best->first / 4), best->second};
 }
 
+// --truth-score: the error against the truth where the reference r = t + e keeps noise e of its
+// own, which every value that also removes it is charged for against r. For Gaussian e of
+// covariance C_e, Stein's lemma gives E<f, e> = tr(C_e J) (J the filter's Jacobian at the noisy
+// input), so E|f - t|^2 = E|f - r|^2 + 2 tr(C_e J) - tr(C_e). C_e is the noise model of the
+// reference; tr(C_e J) by Monte Carlo with one probe b of that model, b (f(y + eps b) - f(y)) / eps,
+// as the automatic parameters estimate their own risk. Over value = auto * 2^(k/4), k = -8..8, it
+// prints the least value against the reference and corrected, and the automatic value's gap to
+// each in dB of the error, and returns the corrected gap (NaN where the corrected error is not
+// positive) (bench/own_noise_score_check.py does the same in Python, with a phantom
+// whose truth is known).
+double print_truth_score(const std::string& name, double automatic, const ctd::Volume& reference, const ctd::Volume& noisy,
+                       const ctd::NoiseModel& own, const std::function<ctd::Volume(const ctd::Volume&, double)>& filter) {
+  constexpr double kEps = 0.02;
+  const ctd::Volume probe = ctd::synthesize_noise(own, noisy.dims(), 0x7157);
+  ctd::Volume perturbed = noisy;
+  for (i64 i = 0; i < perturbed.size(); ++i) perturbed.data()[i] += float(kEps * probe.data()[i]);
+  const double n = double(noisy.size()), trace = own.sigma * own.sigma;
+  std::map<int, std::array<double, 2>> errors;  // k -> {against the reference, corrected}
+  for (int k = -8; k <= 8; ++k) {
+    const double v = automatic * std::exp2(k / 4.0);
+    const ctd::Volume f = filter(noisy, v), fp = filter(perturbed, v);
+    double squares = 0, divergence = 0;
+    for (i64 i = 0; i < f.size(); ++i) {
+      const double d = double(f.data()[i]) - reference.data()[i];
+      squares += d * d;
+      divergence += double(probe.data()[i]) * (double(fp.data()[i]) - f.data()[i]);
+    }
+    errors[k] = {squares / n, squares / n + 2 * divergence / (kEps * n) - trace};
+  }
+  auto least = [&](int j) {
+    return std::min_element(errors.begin(), errors.end(), [&](auto& a, auto& b) { return a.second[j] < b.second[j]; });
+  };
+  const auto by_reference = least(0), corrected = least(1);
+  fmt::print("TRUTH {}: auto {:.2f} own noise {:.2f} | least against the reference {:.2f} gap {:.2f} dB | least corrected "
+             "{:.2f} gap {:.2f} dB\n",
+             name, automatic, own.sigma, automatic * std::exp2(by_reference->first / 4.0),
+             10 * std::log10(errors[0][0] / by_reference->second[0]), automatic * std::exp2(corrected->first / 4.0),
+             corrected->second[1] > 0 ? 10 * std::log10(errors[0][1] / corrected->second[1]) : std::nan(""));
+  std::fflush(stdout);
+  return corrected->second[1] > 0 ? 10 * std::log10(errors[0][1] / corrected->second[1]) : std::nan("");
+}
+
 // The settings of the matrix (the radii), or with `user` those it leaves out that users
 // run: the CLI's default NLM in 3D (search 5, patch 1), the bias term from the noise model, the
 // Gaussian patch kernel, the centre weight "max" and wider bilateral windows.
@@ -164,8 +210,9 @@ int main(int argc, char** argv) {
   double check_gap = -1;
   int threads = 0;
   std::vector<std::string> only;  // a case runs when its name holds each of them
+  std::vector<std::pair<std::string, double>> truth_gaps;  // --truth-score: each case's corrected gap (dB)
   std::string dump;
-  bool models_only = false, auto_only = false, auto_quality = false, curves = false;
+  bool models_only = false, auto_only = false, auto_quality = false, curves = false, truth_score = false;
   ctd::Device device = ctd::Device::Cpu;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -182,13 +229,14 @@ int main(int argc, char** argv) {
     else if (a == "--heldout") heldout = true;  // scans and textures that no rule was fitted on
     else if (a == "--user-settings") user_settings = true;  // the settings users run that the matrix leaves out (settings())
     else if (a == "--oracle") oracle_too = true;  // also the choice with the noise model of the added noise alone
-    else if (a == "--check") check_gap = std::stod(next());  // exit 1 when a case's PSNR gap is larger, or below the noisy input
+    else if (a == "--check") check_gap = std::stod(next());  // exit 1 when a case's PSNR gap is larger, or below the noisy input (--truth-score: the corrected gap)
     else if (a == "--threads") threads = std::stoi(next());
     else if (a == "--only") only.push_back(next());  // a substring of the case names to run (repeatable: each)
     else if (a == "--models-only") models_only = true;  // each case's noise model only (which rule it took), no sweep
     else if (a == "--auto-only") auto_only = true;  // each case's automatic value only, no sweep (bench/auto_against_curves.py)
     else if (a == "--auto-quality") auto_only = auto_quality = true;  // and its PSNR and SSIM (for sets swept without --curves)
     else if (a == "--curves") curves = true;  // the SSIM of every value swept too (for studying the choice)
+    else if (a == "--truth-score") truth_score = true;  // the automatic value scored against the truth too (truth_scores())
     else if (a == "--dump") dump = next();  // folder for each case's reference and noisy image (float32 raw)
     else if (a == "--device") {
       const std::string v = next();
@@ -196,7 +244,7 @@ int main(int argc, char** argv) {
       device = v == "cpu" ? ctd::Device::Cpu : ctd::Device::Auto;
     }
     else {
-      fmt::print(stderr, "usage: validate_params [--data DIR] [--reduced | --extra | --whole | --volumes | --heldout] [--json FILE] [--only TEXT ...] [--oracle] [--models-only | --auto-only [--auto-quality]] [--curves] [--device cpu|auto]\n");
+      fmt::print(stderr, "usage: validate_params [--data DIR] [--reduced | --extra | --whole | --volumes | --heldout] [--json FILE] [--only TEXT ...] [--oracle] [--models-only | --auto-only [--auto-quality] | --truth-score] [--curves] [--device cpu|auto]\n");
       return 2;
     }
   }
@@ -354,9 +402,11 @@ int main(int argc, char** argv) {
           // reference's own noise (for the sweeps), and with --oracle the model of the added noise
           // alone (noisy - reference).
           const ctd::NoiseModel noisy_model = ctd::estimate_noise_model(noisy.view());
-          const bool sweeps = !models_only && !auto_only;
+          const bool sweeps = !models_only && !auto_only && !truth_score;
           const Quality noisy_q = sweeps ? quality(reference, noisy) : Quality{};
           const double reference_noise = sweeps ? ctd::estimate_noise_model(reference.view()).sigma : 0.0;
+          const std::optional<ctd::NoiseModel> reference_model =
+              truth_score ? std::optional(ctd::estimate_noise_model(reference.view())) : std::nullopt;
           std::optional<ctd::NoiseModel> oracle_model;
           if (oracle_too) {
             ctd::Volume added = noisy;
@@ -390,6 +440,12 @@ int main(int argc, char** argv) {
               break;
             }
             const ctd::AutoChoice choice = choose(noisy_model);
+            if (truth_score) {
+              const std::string name = case_name + " | " + s.label;
+              truth_gaps.emplace_back(name, print_truth_score(name, choice.value, reference, noisy, *reference_model,
+                                                              [&](const ctd::Volume& in, double v) { return run(s, in, v, context); }));
+              continue;
+            }
             if (auto_only) {
               fmt::print("AUTO {} | {}: {:.4f}\n", case_name, s.label, choice.value);
               fmt::print("NOISE {} | {}: {} (scan fit {:.2f} beyond intensity {:.2f} texture {:.3f} source {:.0f})\n", case_name, s.label, choice.noise_over_image, choice.scan_fit, choice.scan_fit_beyond_intensity, choice.scan_texture_distance, choice.scan_source);
@@ -461,6 +517,12 @@ int main(int argc, char** argv) {
     if (!json_path.empty()) std::ofstream(json_path) << cases.dump(1) << "\n";
     if (check_gap >= 0) {
       int failures = 0;
+      for (const auto& [name, gap] : truth_gaps) {
+        if (!(gap <= check_gap)) {
+          fmt::print(stderr, "FAIL {}: corrected gap {:.2f} dB\n", name, gap);
+          ++failures;
+        }
+      }
       for (const json& c : cases) {
         const double gap = c["best"]["psnr"].get<double>() - c["auto"]["psnr"].get<double>();
         const bool below = c["auto"]["psnr"].get<double>() < c["noisy"]["psnr"].get<double>() ||
