@@ -115,7 +115,7 @@ std::pair<double, double> best_of_sweep(const std::function<double(double)>& psn
 // positive) (bench/own_noise_score_check.py does the same in Python, with a phantom
 // whose truth is known).
 double print_truth_score(const std::string& name, double automatic, const ctd::Volume& reference, const ctd::Volume& noisy,
-                       const ctd::NoiseModel& own, const std::function<ctd::Volume(const ctd::Volume&, double)>& filter) {
+                         const ctd::NoiseModel& own, const std::function<ctd::Volume(const ctd::Volume&, double)>& filter) {
   constexpr double kEps = 0.02;
   const ctd::Volume probe = ctd::synthesize_noise(own, noisy.dims(), 0x7157);
   ctd::Volume perturbed = noisy;
@@ -137,13 +137,13 @@ double print_truth_score(const std::string& name, double automatic, const ctd::V
     return std::min_element(errors.begin(), errors.end(), [&](auto& a, auto& b) { return a.second[j] < b.second[j]; });
   };
   const auto by_reference = least(0), corrected = least(1);
+  const double corrected_gap = corrected->second[1] > 0 ? 10 * std::log10(errors[0][1] / corrected->second[1]) : std::nan("");
   fmt::print("TRUTH {}: auto {:.2f} own noise {:.2f} | least against the reference {:.2f} gap {:.2f} dB | least corrected "
              "{:.2f} gap {:.2f} dB\n",
              name, automatic, own.sigma, automatic * std::exp2(by_reference->first / 4.0),
-             10 * std::log10(errors[0][0] / by_reference->second[0]), automatic * std::exp2(corrected->first / 4.0),
-             corrected->second[1] > 0 ? 10 * std::log10(errors[0][1] / corrected->second[1]) : std::nan(""));
+             10 * std::log10(errors[0][0] / by_reference->second[0]), automatic * std::exp2(corrected->first / 4.0), corrected_gap);
   std::fflush(stdout);
-  return corrected->second[1] > 0 ? 10 * std::log10(errors[0][1] / corrected->second[1]) : std::nan("");
+  return corrected_gap;
 }
 
 // The settings of the matrix (the radii), or with `user` those it leaves out that users
@@ -236,7 +236,7 @@ int main(int argc, char** argv) {
     else if (a == "--auto-only") auto_only = true;  // each case's automatic value only, no sweep (bench/auto_against_curves.py)
     else if (a == "--auto-quality") auto_only = auto_quality = true;  // and its PSNR and SSIM (for sets swept without --curves)
     else if (a == "--curves") curves = true;  // the SSIM of every value swept too (for studying the choice)
-    else if (a == "--truth-score") truth_score = true;  // the automatic value scored against the truth too (truth_scores())
+    else if (a == "--truth-score") truth_score = true;  // the automatic value scored against the truth too (print_truth_score)
     else if (a == "--dump") dump = next();  // folder for each case's reference and noisy image (float32 raw)
     else if (a == "--device") {
       const std::string v = next();
