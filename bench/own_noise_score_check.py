@@ -29,10 +29,6 @@ sys.path.insert(0, str(root / "build" / "python"))
 sys.path.insert(0, str(root / "scripts"))
 sys.path.insert(0, str(root / "bench"))
 
-SLICES = {"CT1": "dicom_wg04_ct1_ge/CT1_UNC.dcm", "Catphan": "dicom_catphan_philips_brilliance64/dicom_file01.dcm",
-          "Siemens": "dicom_series_siemens_biograph_mct_20slices/original_jpeg2000_lossless"}
-
-
 def shaped_noise(model, shape, rng):
     """Gaussian noise of the in-plane covariance of `model` (its lags up to radius_xy), made by
     shaping white noise with the square root of the covariance's power spectrum (circular)."""
@@ -50,23 +46,20 @@ def sweep(ctd, noisy, reference, truth, own, counted, values, rng, probes=2, eps
     """(h, error against the reference, corrected, against the truth or NaN) for each h."""
     kw = dict(search_radius=5, patch_radius=1, device="cpu")
     bs = [np.where(counted, shaped_noise(own, noisy.shape, rng), 0).astype(np.float32) for _ in range(probes)]
-    trace = own.sigma ** 2 * np.mean(counted)  # tr(C_e) per voxel of the image
     rows = []
-    for h in values:
+    for h in values:  # each a mean over the counted voxels (the probes are 0 elsewhere)
         f = ctd.nlm(noisy, h=float(h), **kw).astype(np.float64)
-        div = np.mean([np.mean(b * (ctd.nlm((noisy + eps * b).astype(np.float32), h=float(h), **kw) - f)) / eps
-                       for b in bs])
-        against_reference = np.mean(np.where(counted, (f - reference) ** 2, 0))
-        against_truth = np.mean(np.where(counted, (f - truth) ** 2, 0)) if truth is not None else float("nan")
-        scale = 1 / np.mean(counted)  # per counted voxel
-        rows.append([float(h), against_reference * scale, (against_reference + 2 * div - trace) * scale,
-                     against_truth * scale])
+        div = np.mean([np.sum(b * (ctd.nlm((noisy + eps * b).astype(np.float32), h=float(h), **kw) - f)) / eps
+                       for b in bs]) / np.count_nonzero(counted)
+        against_reference = np.mean((f - reference)[counted] ** 2)
+        against_truth = np.mean((f - truth)[counted] ** 2) if truth is not None else float("nan")
+        rows.append([float(h), against_reference, against_reference + 2 * div - own.sigma ** 2, against_truth])
     return rows
 
 
 def main():
     import ctdenoise as ctd
-    from check_cases import real_image
+    from fan_beam_check import scanned_object
     from phantom_check import abdomen
     from scipy.ndimage import gaussian_filter
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -84,7 +77,7 @@ def main():
                 own_noise = gaussian_filter(rng.standard_normal(truth.shape), 0.8)
                 reference = truth + own_noise * 16 / own_noise.std()
             else:
-                truth, reference = None, real_image(pathlib.Path(args.data) / SLICES[name])
+                truth, reference = None, scanned_object(f"{name} slice", pathlib.Path(args.data))[0]
             counted = reference > -1024
             noisy = np.where(counted, reference + sigma * rng.standard_normal(reference.shape), reference).astype(np.float32)
             own = ctd.estimate_noise(reference.astype(np.float32))
