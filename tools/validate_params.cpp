@@ -108,7 +108,8 @@ std::pair<double, double> best_of_sweep(const std::function<double(double)>& psn
 // own, which every value that also removes it is charged for against r. For Gaussian e of
 // covariance C_e, Stein's lemma gives E<f, e> = tr(C_e J) (J the filter's Jacobian at the noisy
 // input), so E|f - t|^2 = E|f - r|^2 + 2 tr(C_e J) - tr(C_e). C_e is the noise model of the
-// reference; tr(C_e J) by Monte Carlo with one probe b of that model, b (f(y + eps b) - f(y)) / eps,
+// reference; tr(C_e J) by Monte Carlo with one probe b of that model (none in the reference's
+// padding, which is not counted), b (f(y + eps b) - f(y)) / eps,
 // as the automatic parameters estimate their own risk. Over value = auto * 2^(k/4), k = -8..8, it
 // prints the least value against the reference and corrected, and the automatic value's gap to
 // each in dB of the error, and returns the corrected gap (NaN where the corrected error is not
@@ -117,16 +118,22 @@ std::pair<double, double> best_of_sweep(const std::function<double(double)>& psn
 double print_truth_score(const std::string& name, double automatic, const ctd::Volume& reference, const ctd::Volume& noisy,
                          const ctd::NoiseModel& own, const std::function<ctd::Volume(const ctd::Volume&, double)>& filter) {
   constexpr double kEps = 0.02;
-  const ctd::Volume probe = ctd::synthesize_noise(own, noisy.dims(), 0x7157);
+  // The reference's padding (a scan's outside of its field of view) holds no noise: no probe there,
+  // and not counted.
+  std::vector<unsigned char> counted(std::size_t(noisy.size()));
+  i64 n_counted = 0;
+  for (i64 i = 0; i < noisy.size(); ++i) n_counted += counted[std::size_t(i)] = double(reference.data()[i]) != own.excluded_value;
+  const ctd::Volume probe = ctd::synthesize_noise(own, noisy.dims(), 0x7157, &counted);
   ctd::Volume perturbed = noisy;
   for (i64 i = 0; i < perturbed.size(); ++i) perturbed.data()[i] += float(kEps * probe.data()[i]);
-  const double n = double(noisy.size()), trace = own.sigma * own.sigma;
+  const double n = double(n_counted), trace = own.sigma * own.sigma;
   std::map<int, std::array<double, 2>> errors;  // k -> {against the reference, corrected}
   for (int k = -8; k <= 8; ++k) {
     const double v = automatic * std::exp2(k / 4.0);
     const ctd::Volume f = filter(noisy, v), fp = filter(perturbed, v);
     double squares = 0, divergence = 0;
     for (i64 i = 0; i < f.size(); ++i) {
+      if (!counted[std::size_t(i)]) continue;
       const double d = double(f.data()[i]) - reference.data()[i];
       squares += d * d;
       divergence += double(probe.data()[i]) * (double(fp.data()[i]) - f.data()[i]);
