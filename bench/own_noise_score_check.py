@@ -42,18 +42,55 @@ def shaped_noise(model, shape, rng):
     return np.fft.ifft2(np.fft.fft2(rng.standard_normal(shape)) * np.sqrt(power)).real
 
 
-def sweep(ctd, noisy, reference, truth, own, counted, values, rng, probes=2, eps=0.02):
-    """(h, error against the reference, corrected, against the truth or NaN) for each h."""
+def ssim_scores(f, reference, truth, counted, responses, probes, data_range=2000.0):
+    """Mean SSIM (Gaussian window of 1.5 voxels, radius 5, mirror border, as the product's
+    metric) of f against the reference, against the truth estimated from it, and against the
+    truth where it is known (else NaN), over the counted voxels. Each window's statistics of
+    t = r - e: its mean and variance less e's own (read on the probes, whose covariance is e's),
+    and f's covariance with it less E[cov(f, e)], which Stein's lemma gives as the window's
+    mean of (J C_e)_ii less its double mean of (J C_e)_ij, read as D b with D the response
+    (f(y + eps b) - f(y)) / eps to each probe b."""
+    from scipy.ndimage import gaussian_filter
+    g = lambda x: gaussian_filter(x, 1.5, mode="mirror", truncate=5 / 1.5)
+    c1, c2 = (0.01 * data_range) ** 2, (0.03 * data_range) ** 2
+    mf, vf = g(f), None
+    vf = g(f * f) - mf * mf
+
+    def ssim_map(mt2, mft, vt, cft):
+        return ((2 * mft + c1) * (2 * cft + c2)) / ((mf * mf + mt2 + c1) * (vf + vt + c2))
+
+    mr = g(reference)
+    vr, cfr = g(reference * reference) - mr * mr, g(f * reference) - mf * mr
+    own_mean2 = own_var = cross_mean = cross_cov = 0
+    for d, b in zip(responses, probes):
+        mb, md = g(b), g(d)
+        own_mean2 = own_mean2 + mb * mb / len(probes)
+        own_var = own_var + (g(b * b) - mb * mb) / len(probes)
+        cross_mean = cross_mean + md * mb / len(probes)
+        cross_cov = cross_cov + (g(d * b) - md * mb) / len(probes)
+    against_reference = ssim_map(mr * mr, mf * mr, vr, cfr)[counted].mean()
+    corrected = ssim_map(mr * mr - own_mean2, mf * mr - cross_mean, vr - own_var, cfr - cross_cov)[counted].mean()
+    if truth is None:
+        return against_reference, corrected, float("nan")
+    mt = g(truth)
+    return against_reference, corrected, ssim_map(mt * mt, mf * mt, g(truth * truth) - mt * mt, g(f * truth) - mf * mt)[counted].mean()
+
+
+def sweep(ctd, noisy, reference, truth, bs, trace, counted, values, eps=0.02):
+    """For each h: (h, error against the reference, corrected, against the truth or NaN, and the
+    same three for SSIM); h 0 is the noisy input itself. bs: the probes, noise of the reference's
+    own noise's covariance, whose variance is `trace`."""
     kw = dict(search_radius=5, patch_radius=1, device="cpu")
-    bs = [np.where(counted, shaped_noise(own, noisy.shape, rng), 0).astype(np.float32) for _ in range(probes)]
     rows = []
     for h in values:  # each a mean over the counted voxels (the probes are 0 elsewhere)
-        f = ctd.nlm(noisy, h=float(h), **kw).astype(np.float64)
-        div = np.mean([np.sum(b * (ctd.nlm((noisy + eps * b).astype(np.float32), h=float(h), **kw) - f)) / eps
-                       for b in bs]) / np.count_nonzero(counted)
+        filt = (lambda x: x.astype(np.float64)) if h == 0 else (lambda x: ctd.nlm(x, h=float(h), **kw).astype(np.float64))
+        f = filt(noisy)
+        responses = [(filt((noisy + eps * b).astype(np.float32)) - f) / eps for b in bs]
+        div = np.mean([np.sum(b * d) for b, d in zip(bs, responses)]) / np.count_nonzero(counted)
         against_reference = np.mean((f - reference)[counted] ** 2)
         against_truth = np.mean((f - truth)[counted] ** 2) if truth is not None else float("nan")
-        rows.append([float(h), against_reference, against_reference + 2 * div - own.sigma ** 2, against_truth])
+        rows.append([float(h), against_reference, against_reference + 2 * div - trace, against_truth,
+                     *ssim_scores(f, reference, truth, counted, responses, bs)])
     return rows
 
 
@@ -67,6 +104,9 @@ def main():
     parser.add_argument("--sigma", type=float, nargs="+", default=[10, 30], help="white noise added, HU")
     parser.add_argument("--data", default=str(root.parent / "shared" / "data"))
     parser.add_argument("--json", help="write every case here")
+    parser.add_argument("--exact-probes", action="store_true",
+                        help="on the phantom, probes of its own noise's true covariance instead of the model's "
+                             "(checks the estimate apart from the model)")
     args = parser.parse_args()
     results = []
     for name in args.cases:
@@ -74,31 +114,49 @@ def main():
             rng = np.random.default_rng(11 + int(sigma))
             if name == "phantom":
                 truth = abdomen((384, 384), 1)
-                own_noise = gaussian_filter(rng.standard_normal(truth.shape), 0.8)
-                reference = truth + own_noise * 16 / own_noise.std()
+                own_noise_filter = lambda white: gaussian_filter(white, 0.8)
+                own_noise = own_noise_filter(rng.standard_normal(truth.shape))
+                own_scale = 16 / own_noise.std()
+                reference = truth + own_noise * own_scale
             else:
                 truth, reference = None, scanned_object(f"{name} slice", pathlib.Path(args.data))[0]
-            counted = reference > -1024
+            # A scan's padding (under -1024 HU) keeps no noise; the phantom has none (its own
+            # noise takes air below -1024).
+            counted = reference > -1024 if truth is None else np.ones(reference.shape, bool)
             noisy = np.where(counted, reference + sigma * rng.standard_normal(reference.shape), reference).astype(np.float32)
             own = ctd.estimate_noise(reference.astype(np.float32))
             auto = ctd.nlm(noisy, search_radius=5, patch_radius=1, device="cpu", return_info=True)[1]["auto"]["value"]
-            rows = sweep(ctd, noisy, reference, truth, own, counted, np.sort(np.append(np.geomspace(4, 200, 36), auto)), rng)
-            least = {k: rows[int(np.nanargmin([r[j] for r in rows]))][0] if not np.isnan(rows[0][j]) else None
-                     for k, j in (("reference", 1), ("corrected", 2), ("truth", 3))}
+            # Two probes of the reference's noise model, or (--exact-probes) of the phantom's own noise itself.
+            if truth is not None and args.exact_probes:
+                draw, trace = (lambda: own_noise_filter(rng.standard_normal(truth.shape)) * own_scale), 16.0 ** 2
+            else:
+                draw, trace = (lambda: shaped_noise(own, noisy.shape, rng)), own.sigma ** 2
+            probes = [np.where(counted, draw(), 0).astype(np.float32) for _ in range(2)]
+            values = np.sort(np.append(np.geomspace(4, 200, 36), [0, auto]))
+            rows = sweep(ctd, noisy, reference, truth, probes, trace, counted, values)
             label = f"{name}{' (own smooth noise 16 HU)' if name == 'phantom' else ''} + white {sigma:g} HU"
             print(f"{label}: own noise model {own.sigma:.1f} HU (correlation {own.correlation(1, 0, 0):.2f}), "
                   f"automatic h {auto:.1f}")
-            for h, r, c, t in rows:
-                print(f"  h {h:7.1f}  against the reference {r:9.2f}  corrected {c:9.2f}  against the truth {t:9.2f}")
-            at_auto = next(r for r in rows if r[0] == float(auto))
-            # The automatic h's gap to the least, in dB of each error (PSNR's own scale).
-            gaps = {k: 10 * np.log10(at_auto[j] / min(r[j] for r in rows)) if not np.isnan(rows[0][j]) else None
-                    for k, j in (("reference", 1), ("corrected", 2), ("truth", 3))}
-            print(f"  least: against the reference {least['reference']:.1f}, corrected {least['corrected']:.1f}"
-                  + (f", against the truth {least['truth']:.1f}" if least["truth"] else "")
-                  + f"; the automatic h's gap: {gaps['reference']:.2f} dB against the reference, {gaps['corrected']:.2f} corrected"
-                  + (f", {gaps['truth']:.2f} against the truth" if gaps["truth"] is not None else ""))
-            results.append(dict(case=label, own_model_sigma=own.sigma, auto=auto, rows=rows, least=least, gaps_db=gaps))
+            for h, r, c, t, sr, sc, st in rows:
+                print(f"  h {h:7.1f}  against the reference {r:9.2f}  corrected {c:9.2f}  against the truth {t:9.2f}"
+                      f"  SSIM {sr:.4f}  corrected {sc:.4f}  against the truth {st:.4f}")
+            # The automatic h against each of the three: its gap to the least error in dB (PSNR's
+            # own scale), its SSIM under the SSIM there, its margins over the noisy input (row h 0).
+            at_auto, at_noisy = next(r for r in rows if r[0] == float(auto)), rows[0]
+            judged = {}
+            for k, j in (("reference", 1), ("corrected", 2), ("truth", 3)):
+                if np.isnan(at_noisy[j]):
+                    continue
+                best = min(rows[1:], key=lambda r: r[j])
+                judged[k] = dict(least=best[0], gap_db=10 * np.log10(at_auto[j] / best[j]),
+                                 ssim_under=best[j + 3] - at_auto[j + 3],
+                                 over_noisy_db=10 * np.log10(at_noisy[j] / at_auto[j]),
+                                 over_noisy_ssim=at_auto[j + 3] - at_noisy[j + 3])
+                v = judged[k]
+                print(f"  {k:9}: least at h {v['least']:.1f}; the automatic h {v['gap_db']:.2f} dB from it, "
+                      f"SSIM {v['ssim_under']:+.4f} under it; over the noisy input {v['over_noisy_db']:.2f} dB, "
+                      f"SSIM {v['over_noisy_ssim']:+.4f}")
+            results.append(dict(case=label, own_model_sigma=own.sigma, auto=auto, rows=rows, judged=judged))
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(results, indent=1))
 

@@ -1,6 +1,7 @@
 // Image quality figures (include/ctdenoise/metrics.hpp).
 
 #include "core/mirror.hpp"
+#include "core/ssim_window.hpp"
 #include "cpu/thread_pool.hpp"
 
 #include <ctdenoise/error.hpp>
@@ -37,8 +38,10 @@ void check_region(const Dims& d, const Region& r) {
   }
 }
 
-// Separable Gaussian smoothing (sigma 1.5, radius 5, mirror border), in double.
-std::vector<double> smooth(const std::vector<double>& in, const Dims& d) {
+}  // namespace
+
+// Separable: along x, y and (in 3D) z.
+std::vector<double> detail::ssim_window_mean(const std::vector<double>& in, const Dims& d) {
   constexpr int kRadius = 5;
   double w[2 * kRadius + 1], sum = 0;
   for (int k = -kRadius; k <= kRadius; ++k) sum += w[k + kRadius] = std::exp(-k * k / (2 * 1.5 * 1.5));
@@ -60,8 +63,6 @@ std::vector<double> smooth(const std::vector<double>& in, const Dims& d) {
   }
   return a;
 }
-
-}  // namespace
 
 Statistics statistics(ConstVolumeView<float> image) {
   Statistics s;
@@ -133,12 +134,14 @@ double ssim(ConstVolumeView<float> reference, ConstVolumeView<float> test, doubl
     yy[i] = y[i] * y[i];
     xy[i] = x[i] * y[i];
   }
-  const auto mx = smooth(x, d), my = smooth(y, d), sxx = smooth(xx, d), syy = smooth(yy, d), sxy = smooth(xy, d);
+  using detail::ssim_window_mean;
+  const auto mx = ssim_window_mean(x, d), my = ssim_window_mean(y, d), sxx = ssim_window_mean(xx, d),
+             syy = ssim_window_mean(yy, d), sxy = ssim_window_mean(xy, d);
   const double c1 = std::pow(0.01 * data_range, 2), c2 = std::pow(0.03 * data_range, 2);
   double total = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const double vx = sxx[i] - mx[i] * mx[i], vy = syy[i] - my[i] * my[i], cov = sxy[i] - mx[i] * my[i];
-    total += ((2 * mx[i] * my[i] + c1) * (2 * cov + c2)) / ((mx[i] * mx[i] + my[i] * my[i] + c1) * (vx + vy + c2));
+    total += detail::ssim_from_moments(mx[i] * my[i], mx[i] * mx[i], my[i] * my[i], vx, vy, cov, c1, c2);
   }
   return total / double(n);
 }
