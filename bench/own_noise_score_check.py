@@ -14,11 +14,11 @@ model of the reference itself; tr(C_e J) is estimated by Monte Carlo, b (f(y + e
 with b drawn with C_e's covariance (FFT-shaped), as the product estimates its own risk. For each h
 of a sweep (4 to 200 HU, steps of 12 %, whatever the automatic value) the script prints the error against the reference, the corrected error and, on a
 phantom whose truth is known (`phantom`: the 384 abdomen with its own smooth noise of 16 HU, which
-checks the estimate), the error against the truth. Voxels of padding (under -1024 HU) keep no
+checks the estimate; `phantom3d`: a 128 x 128 x 20 abdomen with the same in 3D), the error against the truth. Voxels of padding (under -1024 HU) keep no
 noise and are not counted. NLM search 5 patch 1 on the CPU; about a minute a case on 2 cores.
 
     scripts/setup.sh && python3 bench/own_noise_score_check.py [--cases phantom CT1 Siemens Catphan]
-        [--sigma 10 30] [--json FILE]
+        [--sigma 10 30] [--search 5] [--patch 1] [--exact-probes] [--json FILE]
 """
 import argparse, json, pathlib, sys
 
@@ -30,30 +30,34 @@ sys.path.insert(0, str(root / "scripts"))
 sys.path.insert(0, str(root / "bench"))
 
 def shaped_noise(model, shape, rng):
-    """Gaussian noise of the in-plane covariance of `model` (its lags up to radius_xy), made by
-    shaping white noise with the square root of the covariance's power spectrum (circular)."""
-    r, w = model.radius_xy, 2 * model.radius_xy + 1
-    c = np.asarray(model.covariance).reshape(-1, w, w)[model.radius_z]
+    """Gaussian noise of the covariance of `model` (its lags up to radius_xy in-plane, and
+    radius_z across slices for a volume), made by shaping white noise with the square root of the
+    covariance's power spectrum (circular)."""
+    r, rz, w = model.radius_xy, model.radius_z, 2 * model.radius_xy + 1
+    c = np.asarray(model.covariance).reshape(-1, w, w)
     kernel = np.zeros(shape)
-    for dy in range(-r, r + 1):
-        for dx in range(-r, r + 1):
-            kernel[dy % shape[0], dx % shape[1]] = c[dy + r, dx + r]
-    power = np.maximum(np.fft.fft2(kernel).real, 0)
-    return np.fft.ifft2(np.fft.fft2(rng.standard_normal(shape)) * np.sqrt(power)).real
+    for dz in range(-rz, rz + 1) if len(shape) == 3 else [0]:
+        for dy in range(-r, r + 1):
+            for dx in range(-r, r + 1):
+                at = (dy % shape[-2], dx % shape[-1])
+                kernel[(dz % shape[0],) + at if len(shape) == 3 else at] = c[dz + rz, dy + r, dx + r]
+    power = np.maximum(np.fft.fftn(kernel).real, 0)
+    return np.fft.ifftn(np.fft.fftn(rng.standard_normal(shape)) * np.sqrt(power)).real
 
 
 def ssim_scores(f, reference, truth, counted, responses, probes, data_range=2000.0):
     """Mean SSIM (Gaussian window of 1.5 voxels, radius 5, mirror border, as the product's
     metric) of f against the reference, against the truth estimated from it, and against the
     truth where it is known (else NaN), over the counted voxels. Each window's statistics of
-    t = r - e: its mean and variance less e's own (read on the probes, whose covariance is e's),
-    and f's covariance with it less E[cov(f, e)], which Stein's lemma gives as the window's
-    mean of (J C_e)_ii less its double mean of (J C_e)_ij, read as D b with D the response
-    (f(y + eps b) - f(y)) / eps to each probe b."""
+    t = r - e: its variance less e's own (read on the probes, whose covariance is e's), and f's
+    covariance with it less E[cov(f, e)], which Stein's lemma gives as the window's mean of
+    (J C_e)_ii less its double mean of (J C_e)_ij, read as D b with D the response
+    (f(y + eps b) - f(y)) / eps to each probe b. The means' term stays the reference's: less e's
+    mean square, a window whose mean is near 0 could get a denominator at or below 0."""
     from scipy.ndimage import gaussian_filter
     g = lambda x: gaussian_filter(x, 1.5, mode="mirror", truncate=5 / 1.5)
     c1, c2 = (0.01 * data_range) ** 2, (0.03 * data_range) ** 2
-    mf, vf = g(f), None
+    mf = g(f)
     vf = g(f * f) - mf * mf
 
     def ssim_map(mt2, mft, vt, cft):
@@ -61,26 +65,23 @@ def ssim_scores(f, reference, truth, counted, responses, probes, data_range=2000
 
     mr = g(reference)
     vr, cfr = g(reference * reference) - mr * mr, g(f * reference) - mf * mr
-    own_mean2 = own_var = cross_mean = cross_cov = 0
+    own_var = cross_cov = 0
     for d, b in zip(responses, probes):
         mb, md = g(b), g(d)
-        own_mean2 = own_mean2 + mb * mb / len(probes)
         own_var = own_var + (g(b * b) - mb * mb) / len(probes)
-        cross_mean = cross_mean + md * mb / len(probes)
         cross_cov = cross_cov + (g(d * b) - md * mb) / len(probes)
     against_reference = ssim_map(mr * mr, mf * mr, vr, cfr)[counted].mean()
-    corrected = ssim_map(mr * mr - own_mean2, mf * mr - cross_mean, vr - own_var, cfr - cross_cov)[counted].mean()
+    corrected = ssim_map(mr * mr, mf * mr, vr - own_var, cfr - cross_cov)[counted].mean()
     if truth is None:
         return against_reference, corrected, float("nan")
     mt = g(truth)
     return against_reference, corrected, ssim_map(mt * mt, mf * mt, g(truth * truth) - mt * mt, g(f * truth) - mf * mt)[counted].mean()
 
 
-def sweep(ctd, noisy, reference, truth, bs, trace, counted, values, eps=0.02):
+def sweep(ctd, noisy, reference, truth, bs, trace, counted, values, kw, eps=0.02):
     """For each h: (h, error against the reference, corrected, against the truth or NaN, and the
     same three for SSIM); h 0 is the noisy input itself. bs: the probes, noise of the reference's
     own noise's covariance, whose variance is `trace`."""
-    kw = dict(search_radius=5, patch_radius=1, device="cpu")
     rows = []
     for h in values:  # each a mean over the counted voxels (the probes are 0 elsewhere)
         filt = (lambda x: x.astype(np.float64)) if h == 0 else (lambda x: ctd.nlm(x, h=float(h), **kw).astype(np.float64))
@@ -102,6 +103,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cases", nargs="+", default=["phantom", "CT1", "Siemens", "Catphan"])
     parser.add_argument("--sigma", type=float, nargs="+", default=[10, 30], help="white noise added, HU")
+    parser.add_argument("--search", type=int, default=5, help="NLM search radius")
+    parser.add_argument("--patch", type=int, default=1, help="NLM patch radius")
     parser.add_argument("--data", default=str(root.parent / "shared" / "data"))
     parser.add_argument("--json", help="write every case here")
     parser.add_argument("--exact-probes", action="store_true",
@@ -112,8 +115,8 @@ def main():
     for name in args.cases:
         for sigma in args.sigma:
             rng = np.random.default_rng(11 + int(sigma))
-            if name == "phantom":
-                truth = abdomen((384, 384), 1)
+            if name in ("phantom", "phantom3d"):
+                truth = abdomen((384, 384), 1) if name == "phantom" else abdomen((20, 128, 128), 4)
                 own_noise_filter = lambda white: gaussian_filter(white, 0.8)
                 own_noise = own_noise_filter(rng.standard_normal(truth.shape))
                 own_scale = 16 / own_noise.std()
@@ -125,7 +128,8 @@ def main():
             counted = reference > -1024 if truth is None else np.ones(reference.shape, bool)
             noisy = np.where(counted, reference + sigma * rng.standard_normal(reference.shape), reference).astype(np.float32)
             own = ctd.estimate_noise(reference.astype(np.float32))
-            auto = ctd.nlm(noisy, search_radius=5, patch_radius=1, device="cpu", return_info=True)[1]["auto"]["value"]
+            kw = dict(search_radius=args.search, patch_radius=args.patch, device="cpu")
+            auto = ctd.nlm(noisy, return_info=True, **kw)[1]["auto"]["value"]
             # Two probes of the reference's noise model, or (--exact-probes) of the phantom's own noise itself.
             if truth is not None and args.exact_probes:
                 draw, trace = (lambda: own_noise_filter(rng.standard_normal(truth.shape)) * own_scale), 16.0 ** 2
@@ -133,8 +137,9 @@ def main():
                 draw, trace = (lambda: shaped_noise(own, noisy.shape, rng)), own.sigma ** 2
             probes = [np.where(counted, draw(), 0).astype(np.float32) for _ in range(2)]
             values = np.sort(np.append(np.geomspace(4, 200, 36), [0, auto]))
-            rows = sweep(ctd, noisy, reference, truth, probes, trace, counted, values)
-            label = f"{name}{' (own smooth noise 16 HU)' if name == 'phantom' else ''} + white {sigma:g} HU"
+            rows = sweep(ctd, noisy, reference, truth, probes, trace, counted, values, kw)
+            label = (f"{name}{' (own smooth noise 16 HU)' if truth is not None else ''} + white {sigma:g} HU, "
+                     f"NLM search {args.search} patch {args.patch}")
             print(f"{label}: own noise model {own.sigma:.1f} HU (correlation {own.correlation(1, 0, 0):.2f}), "
                   f"automatic h {auto:.1f}")
             for h, r, c, t, sr, sc, st in rows:

@@ -170,8 +170,8 @@ class TruthScorer {
       const double mr = mean_r_[i], mb = mean_b_[i], var_f = mff[i] - mf[i] * mf[i], var_r = mean_rr_[i] - mr * mr,
                    cov = mfr[i] - mf[i] * mr;
       ssim += ctd::detail::ssim_from_moments(mf[i] * mr, mf[i] * mf[i], mr * mr, var_f, var_r, cov, c1, c2);
-      corrected += ctd::detail::ssim_from_moments(mf[i] * mr - md[i] * mb, mf[i] * mf[i], mr * mr - mb * mb, var_f,
-                                                  var_r - (mean_bb_[i] - mb * mb), cov - (mdb[i] - md[i] * mb), c1, c2);
+      corrected += ctd::detail::ssim_from_moments(mf[i] * mr, mf[i] * mf[i], mr * mr, var_f, var_r - (mean_bb_[i] - mb * mb),
+                                                  cov - (mdb[i] - md[i] * mb), c1, c2);
     }
     return {squares / n, squares / n + 2 * divergence / n - trace_, ssim / n, corrected / n};
   }
