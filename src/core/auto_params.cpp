@@ -75,8 +75,8 @@ using Filter = std::function<void(ConstVolumeView<float> in, std::span<const Vol
 
 // Minimises SURE over value = scale * 2^k: k = -1..1, extended while the least risk sits at an
 // end, then refined by half and then quarter steps around the best and a parabola in log(value)
-// through the best point and its neighbours. A model that claims more noise than the image holds is scaled down
-// first (the consistency rule below).
+// through the best point and its neighbours. A model that claims more noise than the image holds
+// is scaled down first (the consistency rule below).
 AutoChoice choose(const detail::ImageReads& image, const NoiseModel& given, double scale, int reach_xy, int reach_z,
                   detail::Margins margins, const Filter& filter, const ExecContext& context, double strength,
                   const char* what) {

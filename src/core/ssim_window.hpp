@@ -1,6 +1,6 @@
 #pragma once
 // The SSIM's window and per-window formula (ctd::ssim, metrics.hpp), shared with the validation's
-// SSIM against a truth that the reference only approximates (tools/validate_params.cpp).
+// SSIM against a truth that the reference only approximates (tools/truth_score.cpp).
 
 #include <ctdenoise/volume.hpp>
 
