@@ -5,7 +5,7 @@
 //   validate_params --data ../shared/data [--reduced | --extra | --whole | --volumes | --heldout] [--json out.json] [--only TEXT ...] [--user-settings] [--oracle] [--models-only | --auto-only [--auto-quality] | --truth-score] [--curves] [--device cpu|auto]
 //
 // --truth-score scores the automatic value against the truth too, the reference's own noise taken off
-// (print_truth_score).
+// (truth_score.hpp).
 //
 // --device auto runs the filters (the sweeps and the automatic choice) on the GPU when there is
 // one: the full matrix then takes minutes instead of an hour.
@@ -195,7 +195,7 @@ int main(int argc, char** argv) {
     else if (a == "--auto-only") auto_only = true;  // each case's automatic value only, no sweep (bench/auto_against_curves.py)
     else if (a == "--auto-quality") auto_only = auto_quality = true;  // and its PSNR and SSIM (for sets swept without --curves)
     else if (a == "--curves") curves = true;  // the SSIM of every value swept too (for studying the choice)
-    else if (a == "--truth-score") truth_score = true;  // the automatic value scored against the truth too (print_truth_score)
+    else if (a == "--truth-score") truth_score = true;  // the automatic value scored against the truth too (truth_score.hpp)
     else if (a == "--dump") dump = next();  // folder for each case's reference and noisy image (float32 raw)
     else if (a == "--device") {
       const std::string v = next();
@@ -363,9 +363,9 @@ int main(int argc, char** argv) {
           const ctd::NoiseModel noisy_model = ctd::estimate_noise_model(noisy.view());
           const bool sweeps = !models_only && !auto_only && !truth_score;
           const Quality noisy_q = sweeps ? quality(reference, noisy) : Quality{};
-          const double reference_noise = sweeps ? ctd::estimate_noise_model(reference.view()).sigma : 0.0;
           const std::optional<ctd::NoiseModel> reference_model =
-              truth_score ? std::optional(ctd::estimate_noise_model(reference.view())) : std::nullopt;
+              sweeps || truth_score ? std::optional(ctd::estimate_noise_model(reference.view())) : std::nullopt;
+          const double reference_noise = sweeps ? reference_model->sigma : 0.0;
           std::optional<ctd::NoiseModel> oracle_model;
           if (oracle_too) {
             ctd::Volume added = noisy;
