@@ -543,9 +543,14 @@ Sample make_sample(const ImageReads& reads, const SampleLayout& layout, const No
   // not divide: the noise may change from slice to slice, and layers centred in the volume left
   // its end slices out (a dose lowest at both ends of 24 slices, NLM 0.77 x the best).
   const i64 x0 = (d.nx - cx * bxy) / 2, y0 = (d.ny - cy * bxy) / 2;
-  const i64 layers = (d.nz + bz - 1) / bz;
-  // Every block of the image is looked at: it is a candidate when padding fills at most a tenth
-  // of it.
+  // Layers of a long volume are spread over it, layout.most_candidates blocks at most but never
+  // fewer than kLeastLayers layers: every block of all its layers was looked at (below) and
+  // scored, and for a 1024^3 volume that took 0.43 s of a 4.7 s command on 16 cores (75 000
+  // blocks; the sample takes 64).
+  const i64 layers =
+      std::min((d.nz + bz - 1) / bz, std::max(kLeastLayers, (layout.most_candidates + cx * cy - 1) / (cx * cy)));
+  // Every block of those layers is looked at: it is a candidate when padding fills at most a
+  // tenth of it.
   std::vector<Corner> candidates;
   for (i64 layer = 0; layer < layers; ++layer) {
     const i64 z0 = layers == 1 ? (d.nz - bz) / 2 : (layer * (d.nz - bz) + (layers - 1) / 2) / (layers - 1);

@@ -68,12 +68,18 @@ struct Sample {
   }
 };
 
+constexpr std::int64_t kMostCandidates = 4096;
+constexpr std::int64_t kLeastLayers = 16;
+
 // The sample's blocks: their size, and how many make_sample takes where the image has enough
 // candidates (whole: the image itself is the sample).
 struct SampleLayout {
   bool whole = true;
   std::int64_t bxy = 0, bz = 0, wanted = 0;
   std::int64_t halo = 0;  // in-plane margin (around or, with rims, inside each block) that the risk does not count
+  // The candidate blocks make_sample looks at, at most, in at least kLeastLayers layers spread
+  // from the first slice to the last (a long volume's).
+  std::int64_t most_candidates = kMostCandidates;
   // The sample's size with `count` blocks: as square an arrangement as fits.
   Dims dims(std::int64_t count) const {
     const std::int64_t gx = std::max<std::int64_t>(1, std::int64_t(std::floor(std::sqrt(double(count)))));
