@@ -70,10 +70,21 @@ std::optional<Attenuation> attenuation_of(const Volume& slice, float padding) {
   for (i64 i = 0; i < d.nx * d.ny; ++i)
     if (usable(slice.data()[i])) values.push_back(slice.data()[i]);
   if (values.size() < 64) return std::nullopt;
-  const double air = quantile(values, 0.05);
+  // The air: the median of the values near the lowest (within a quarter of the way to the 90th
+  // percentile), not the lowest themselves, and its noise left unclipped to average out along the
+  // rays. Strong noise puts the 5th percentile 1.6 sigma under the air: read from there and
+  // clipped at 0, every air voxel added about 1.7 sigma of attenuation to each ray through it, the
+  // rays' contrast from view to view shrank, and the probe's streaks with it (a 512 abdomen's fan-
+  // beam scan at 2.5 x 10^4 photons, noise of 146 HU: the correlation at 2 voxels along the
+  // streaks in the body 0.02 for the scan's 0.07, NLM's h 355 for a best near 420; now 391).
+  const double lowest = quantile(values, 0.05), top = quantile(values, 0.9);
+  std::vector<double> near_lowest;
+  for (const double v : values)
+    if (v - lowest <= 0.25 * (top - lowest)) near_lowest.push_back(v);
+  const double air = quantile(near_lowest, 0.5);
   std::vector<double> a(std::size_t(d.nx * d.ny), 0.0);
   for (i64 i = 0; i < d.nx * d.ny; ++i)
-    if (usable(slice.data()[i])) a[std::size_t(i)] = std::max(0.0, double(slice.data()[i]) - air);
+    if (usable(slice.data()[i])) a[std::size_t(i)] = double(slice.data()[i]) - air;
   for (double& v : values) v = std::max(0.0, v - air);
   const double body = quantile(values, 0.9);
   if (!(body > 0)) return std::nullopt;
