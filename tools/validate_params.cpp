@@ -402,8 +402,8 @@ int main(int argc, char** argv) {
             if (truth_score) {
               const std::string name = case_name + " | " + s.label;
               if (!validation::print_truth_score(name, choice.value, reference, noisy, *reference_model,
-                                     [&](const ctd::Volume& in, double v) { return run(s, in, v, context); },
-                                     kDataRange, check_gap >= 0 ? check_gap : 0.5)) {
+                                                 [&](const ctd::Volume& in, double v) { return run(s, in, v, context); },
+                                                 kDataRange, check_gap >= 0 ? check_gap : 0.5)) {
                 truth_misses.push_back(name);
               }
               continue;

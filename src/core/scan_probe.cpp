@@ -63,12 +63,12 @@ struct Attenuation {
   std::vector<double> values;
   double air, body;  // the slice's air, and the 90th percentile of its attenuation
 };
-std::optional<Attenuation> attenuation_of(const Volume& slice, float padding) {
-  const Dims d = slice.dims();
+std::optional<Attenuation> attenuation_of(ConstVolumeView<float> slice, float padding) {
+  const Dims d = slice.dims;
   auto usable = [&](float v) { return std::isfinite(v) && v != padding; };
   std::vector<double> values;
   for (i64 i = 0; i < d.nx * d.ny; ++i)
-    if (usable(slice.data()[i])) values.push_back(slice.data()[i]);
+    if (usable(slice.data[i])) values.push_back(slice.data[i]);
   if (values.size() < 64) return std::nullopt;
   // The air: the median of the values near the lowest (within a quarter of the way to the 90th
   // percentile), not the lowest themselves, and its noise left unclipped to average out along the
@@ -84,7 +84,7 @@ std::optional<Attenuation> attenuation_of(const Volume& slice, float padding) {
   const double air = quantile(near_lowest, 0.5);
   std::vector<double> a(std::size_t(d.nx * d.ny), 0.0);
   for (i64 i = 0; i < d.nx * d.ny; ++i)
-    if (usable(slice.data()[i])) a[std::size_t(i)] = double(slice.data()[i]) - air;
+    if (usable(slice.data[i])) a[std::size_t(i)] = double(slice.data[i]) - air;
   for (double& v : values) v = std::max(0.0, v - air);
   const double body = quantile(values, 0.9);
   if (!(body > 0)) return std::nullopt;
@@ -187,9 +187,7 @@ std::optional<ScanMap> scan_map(const ImageReads& image, const Sample& s, const 
   image.copy_blocks(corners, Dims{d.nx, d.ny, 1}, slices.view());
   std::vector<std::optional<Attenuation>> read(candidates);
   cpu::for_each_piece(i64(candidates), 1, 0, [&](i64 k, i64, i64) {
-    Volume slice(Dims{d.nx, d.ny, 1});
-    std::copy_n(slices.data() + k * d.nx * d.ny, d.nx * d.ny, slice.data());
-    read[std::size_t(k)] = attenuation_of(slice, padding);
+    read[std::size_t(k)] = attenuation_of({slices.data() + k * d.nx * d.ny, Dims{d.nx, d.ny, 1}}, padding);
   });
   for (std::size_t k = 0; k < candidates; ++k)
     if (read[k]) map.slices.push_back(zs[k]), attenuations.push_back(std::move(*read[k]));
