@@ -19,6 +19,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace ctd::detail {
 
@@ -41,6 +42,11 @@ struct ScanMap {
   double fit = 0;          // the share of the variance of the tiles' log levels (within their slices), less their chance scatter, that the map explains
   double fit_beyond_intensity = 0;  // the share of what the intensities leave that the map explains
 };
+
+// A slice's air, from its usable values: the mode of those near the lowest (within a quarter of
+// the way from the 5th to the 90th percentile), so that neither strong noise in the air nor lung
+// and fat beside it move it.
+double air_value(std::vector<double> values);
 
 // The map where the image is a whole body in air (each projected slice's border ring at least 90 %
 // air or padding; in HU, its air under -500 and its body 500 or more above it, or in units of
