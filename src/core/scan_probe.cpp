@@ -148,7 +148,7 @@ double air_value(std::vector<double> values) {
   // Not their median either: that takes lung and fat with the air (the 3 mm TotalSegmentator
   // volume with noise of 30 HU: its air, -985 to -995, read 5-18 HU high, and the probe's
   // texture moved across the line that takes it). Medians of windows around the middle, each
-  // reaching as far below it as the lowest lie (the air's own spread), walk to the air's mode.
+  // reaching as far below it as the 5th percentile lies (the air's own spread), walk to its mode.
   constexpr int kModeSteps = 5;
   double air = quantile(values, 0.5);
   std::vector<double> around;
