@@ -312,8 +312,8 @@ TEST(ScanProbe, AirClippedAtItsLowestValueIsStillAir) {
 TEST(ScanProbe, StrongNoiseInTheAirIsNotReadAsAttenuation) {
   // At 10^3 photons per ray the air's noise is 1.6 sigma under the air at its 5th percentile:
   // read from there, every air voxel added attenuation to the rays through it, the probe's
-  // streaks were too weak, and NLM chose 0.92 x the best h (0.19 dB under). The air is the median
-  // of the values near the lowest, its noise unclipped.
+  // streaks were too weak, and NLM chose 0.92 x the best h (0.19 dB under). The air is the mode
+  // of the values near the lowest (air_value), its noise unclipped.
   const Scan s = scan({256, 224, 1}, 1e3, ctd::FbpWindow::Ramp);
   ctd::NlmParams params;
   params.search_radius = 5;
