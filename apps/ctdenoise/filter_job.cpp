@@ -180,9 +180,8 @@ void run_filter(const InputOptions& input, const RunOptions& run, FilterJob& job
     return device_ready.valid() && device_ready.wait_for(std::chrono::seconds(0)) == std::future_status::ready &&
            available_device(context.device) == Device::Cuda;
   };
-  if (before_filter) before_filter(image);
-  job.wait_for_device();
-  write_options.description = job.description;  // complete now: it holds the automatic parameters
+  // The outputs are judged as soon as the input's size and pixel type are known: before the
+  // automatic parameters' work (seconds to a minute on a large volume) and the filter.
   if (same_file(input.path, run.output) && !run.overwrite) {
     throw Error(ErrorKind::Io, fmt::format("the output '{}' is the input; pass --overwrite to replace it", run.output));
   }
@@ -193,6 +192,9 @@ void run_filter(const InputOptions& input, const RunOptions& run, FilterJob& job
     io::check_side_output(side, run.overwrite);
   }
   if (!run.preview.empty() && !run.preview.ends_with(".png")) invalid("--preview must name a .png file");
+  if (before_filter) before_filter(image);
+  job.wait_for_device();
+  write_options.description = job.description;  // complete now: it holds the automatic parameters
 
   Volume output(image.volume.dims(), image.volume.geometry);
   // The report's look at the input (statistics, noise estimates: passes over the whole volume)

@@ -381,6 +381,19 @@ TEST(Cli, RefusesToOverwriteUnlessAsked) {
   EXPECT_EQ(run(dir, "nlm in.nii.gz in.nii.gz --h 20").code, 3) << "output = input needs --overwrite";
 }
 
+// A bad output is reported before the automatic parameters' work (seconds to a minute on a large
+// volume), not after it.
+TEST(Cli, BadOutputsAreRefusedBeforeTheAutomaticParameters) {
+  TempDir dir;
+  make_input(dir, "in.nii.gz");
+  for (const char* args : {"nlm in.nii.gz nowhere/out.nii.gz", "bilateral in.nii.gz out.png --sigma-spatial 1",
+                           "nlm in.nii.gz out.nii.gz --preview p.jpg"}) {
+    const Result r = run(dir, args);
+    EXPECT_NE(r.code, 0) << args;
+    EXPECT_EQ(r.out.find("noise sigma"), std::string::npos) << args << " measured the noise first:\n" << r.out;
+  }
+}
+
 struct BadRun {
   const char* name;
   const char* args;
