@@ -1,5 +1,5 @@
 // The sample the automatic parameters estimate their risk on, and the noise level (and texture)
-// over it (src/core/auto_sample.cpp; docs/parameters.md, "The strength").
+// over it (src/core/auto_sample.cpp, src/core/sample_levels.cpp; docs/parameters.md, "The strength").
 #pragma once
 
 #include "core/image_reads.hpp"
