@@ -44,7 +44,6 @@ class HostReads final : public ImageReads {
                                   i64 step) const override {
     const Dims d{dims().nx, dims().ny, nz};
     const T* data = in_.data + z0 * d.nx * d.ny;
-    const bool flat = d.is_2d();
     auto u = [&](i64 x, i64 y, i64 z) { return float(data[(z * d.ny + y) * d.nx + x]); };
     auto usable = [&](i64 x, i64 y, i64 z) {
       return usable_voxel(u, x, y, z, d.nx, d.ny, padding.values.data(), int(padding.values.size()), padding.in_regions_only);
@@ -73,9 +72,10 @@ class HostReads final : public ImageReads {
     };
     const ResidualGrid grid = residual_grid(estimator, d);
     const double scale = grid.scale;
+    const bool flat = grid.in_plane;
     if (estimator == NoiseEstimator::PseudoResidual) {
       return collect(grid.nx, grid.ny, grid.nz, [&](i64 gx, i64 gy, i64 gz, Residual& r) {
-        const i64 x = gx + 1, y = gy + 1, z = flat ? 0 : gz + 1;
+        const i64 x = gx + 1, y = gy + 1, z = flat ? gz : gz + 1;
         float neighbours[6] = {u(x - 1, y, z), u(x + 1, y, z), u(x, y - 1, z), u(x, y + 1, z), 0, 0};
         int count = 4;
         if (!flat) {

@@ -42,18 +42,22 @@ struct Corner {
 
 // Where a noise estimate's residuals are taken over an image of dims d: the interior voxels
 // (pseudo-residuals, each with its full neighbourhood) or the 2 x 2 (x 2) blocks (Haar diagonal
-// details), a grid of nx x ny x nz positions in scan order, and the scale that gives each the
-// noise's variance.
+// details), a grid of nx x ny x nz positions in scan order, the scale that gives each the
+// noise's variance, and whether each is made within its slice. A volume of two slices has no
+// interior voxel along z: its pseudo-residuals are each slice's in-plane ones (as the noise
+// model, which reads no lag across slices there).
 struct ResidualGrid {
   std::int64_t nx, ny, nz;
   double scale;
+  bool in_plane;
 };
 inline ResidualGrid residual_grid(NoiseEstimator estimator, const Dims& d) {
-  const bool flat = d.is_2d();
   if (estimator == NoiseEstimator::PseudoResidual) {
-    return {d.nx - 2, d.ny - 2, flat ? 1 : d.nz - 2, flat ? std::sqrt(4.0 / 5.0) : std::sqrt(6.0 / 7.0)};
+    const bool in_plane = d.nz < 3;
+    return {d.nx - 2, d.ny - 2, in_plane ? d.nz : d.nz - 2, in_plane ? std::sqrt(4.0 / 5.0) : std::sqrt(6.0 / 7.0), in_plane};
   }
-  return {d.nx / 2, d.ny / 2, flat ? d.nz : d.nz / 2, flat ? 0.5 : 1.0 / std::sqrt(8.0)};
+  const bool flat = d.is_2d();
+  return {d.nx / 2, d.ny / 2, flat ? d.nz : d.nz / 2, flat ? 0.5 : 1.0 / std::sqrt(8.0), flat};
 }
 
 // What the reads leave out: voxels that are not finite or hold one of `values` (padding); but a

@@ -67,7 +67,8 @@ __global__ void every_kernel(const T* __restrict__ in, float* __restrict__ out, 
 }
 
 // One thread per sampled position of the residuals' grid (gnx, gny, gnz) of the slices' image
-// `in` (nx, ny, nz); as HostReads::residuals.
+// `in` (nx, ny, nz), each made within its slice where `flat` (ResidualGrid::in_plane); as
+// HostReads::residuals.
 template <class T, bool kPseudoResidual>
 __global__ void residuals_kernel(const T* __restrict__ in, i64 nx, i64 ny, bool flat, i64 gnx, i64 gny, i64 step,
                                  i64 sampled, double scale, Padding padding, double* __restrict__ values,
@@ -80,7 +81,7 @@ __global__ void residuals_kernel(const T* __restrict__ in, i64 nx, i64 ny, bool 
   bool ok = true;
   double value = 0, range = 0;
   if (kPseudoResidual) {
-    const i64 x = gx + 1, y = gy + 1, z = flat ? 0 : gz + 1;
+    const i64 x = gx + 1, y = gy + 1, z = flat ? gz : gz + 1;
     float neighbours[6] = {u(x - 1, y, z), u(x + 1, y, z), u(x, y - 1, z), u(x, y + 1, z), 0, 0};
     int count = 4;
     if (!flat) {
@@ -232,8 +233,9 @@ class DeviceReads final : public detail::ImageReads {
   std::vector<Residual> residuals(NoiseEstimator estimator, i64 z0, i64 nz, const detail::Excluded& padding,
                                   i64 step) const override {
     const Dims d{dims().nx, dims().ny, nz};
-    const bool flat = d.is_2d(), pseudo = estimator == NoiseEstimator::PseudoResidual;
+    const bool pseudo = estimator == NoiseEstimator::PseudoResidual;
     const detail::ResidualGrid grid = detail::residual_grid(estimator, d);
+    const bool flat = grid.in_plane;  // the residuals are made within each slice
     const i64 gnx = grid.nx, gny = grid.ny;
     const i64 positions = std::max<i64>(0, grid.nx) * std::max<i64>(0, grid.ny) * std::max<i64>(0, grid.nz);
     const i64 sampled = (positions + step - 1) / step;

@@ -36,7 +36,7 @@ ctd::Volume phantom(ctd::Dims dims, double sigma, std::uint32_t seed) {
 }
 
 TEST(Noise, BothEstimatorsRecoverTheNoiseDespiteEdgesAndPadding) {
-  for (ctd::Dims dims : {ctd::Dims{256, 256, 1}, ctd::Dims{96, 96, 24}}) {
+  for (ctd::Dims dims : {ctd::Dims{256, 256, 1}, ctd::Dims{96, 96, 24}, ctd::Dims{128, 112, 2}}) {
     for (double sigma : {5.0, 20.0, 60.0}) {
       const ctd::Volume v = phantom(dims, sigma, 7);
       for (auto method : {ctd::NoiseEstimator::PseudoResidual, ctd::NoiseEstimator::WaveletMad}) {
