@@ -19,11 +19,17 @@ namespace {
 constexpr double kLeastSliceCorrelation = 0.2;  // below it, the fallback's slices count as independent
 constexpr i64 kMaxFallbackSlices = 64;          // slices whose in-plane sigma the fallback reads
 constexpr i64 kLeastResidualsPerSlice = 1 << 14;  // residuals per slice it reads, at least
-// Below this correlation with the next voxel the fallback stays white in-plane. Anatomy lent ramp
-// noise's first lags up to 0.28 (the 3 mm TotalSegmentator crops); band-pass noise (0.30 alone)
-// read 0.39 on the 3.2 mm head, where white noise of the pseudo-residual sigma took 0.84 of it
-// (0.4 until 2026-11-29: NLM up to 1.26 dB under-smoothed there).
+// Below this correlation with the next voxel the fallback stays white in-plane: in a slice (and
+// a volume of two), where nothing but the first lags tells noise from tissue texture, 0.35
+// (band-pass noise, 0.30 alone, read 0.39 on the 3.2 mm head, where white noise of the
+// pseudo-residual sigma took 0.84 of it; 0.4 until 2026-11-29: NLM up to 1.26 dB
+// under-smoothed there). In a volume the fit must also change from slice to slice as noise
+// does (changes_across_slices_as_noise), and 0.2 is enough: ramp FBP noise on the 3 mm
+// TotalSegmentator crop read 0.24-0.28 and its level within 4 % of the added noise and the
+// crop's own (white noise of the pseudo-residual sigma read 0.81-0.87 of it, NLM up to 1.7 dB
+// under-smoothed), white noise on textured crops 0.03-0.14 (docs/parameters.md, step 4).
 constexpr double kLeastSmoothCorrelation = 0.35;
+constexpr double kLeastSmoothCorrelationAcrossSlices = 0.2;
 constexpr double kMaxSmoothGrain = 2.5;  // largest smooth-fallback sigma / pseudo-residual sigma believed
                                          // without the far lags' confirmation
 constexpr double kLevelOff = 0.5;  // largest growth per lag of the far lags' D^2 / its rise from lag 1 to 2
@@ -84,7 +90,7 @@ SliceCorrelation slice_correlation(const ImageReads& reads, const detail::Exclud
 
 // Smooth noise, measured where the model falls back (its outer lags hold anatomy): white noise
 // smoothed by a Gaussian, fitted to flat blocks' first lags, where anatomy adds least, when it
-// is clearly correlated (next voxel kLeastSmoothCorrelation or more) and its level is above
+// is clearly correlated (next voxel `least_correlation` or more) and its level is above
 // `floor`, the pseudo-residual sigma (which smooth noise always exceeds). Two ways, the first
 // that holds, among `blocks`:
 // - Confirmed by the far lags (fit_smooth_and_white_noise, with white noise on top, at lags 1,
@@ -105,7 +111,7 @@ struct SmoothFit {
   std::optional<detail::SmoothNoise> unconfirmed;  // the wide fit its far lags refused
 };
 SmoothFit read_smooth_noise(const BlockReads& image, const std::vector<Block>& blocks, const std::vector<Lag>& lags,
-                            double floor) {
+                            double floor, double least_correlation) {
   SmoothFit result;
   const std::vector<Lag> near_lags = ring(lags, 2);
   const std::array<Lag, 2> axis_lag1{{{1, 0, 0}, {0, 1, 0}}}, axis_lag2{{{2, 0, 0}, {0, 2, 0}}},
@@ -173,7 +179,7 @@ SmoothFit read_smooth_noise(const BlockReads& image, const std::vector<Block>& b
     const double v1 = total.lag1 / double(total.lag1_count), v2 = total.lag2 / double(total.lag2_count);
     const std::optional<detail::SmoothNoise> fit =
         with_white ? detail::fit_smooth_and_white_noise(v1, v2, total.lag4 / double(total.lag4_count)) : detail::fit_smooth_noise(v1, v2);
-    if (!fit || fit->correlation(1) < kLeastSmoothCorrelation || fit->sigma() < floor) return std::nullopt;
+    if (!fit || fit->correlation(1) < least_correlation || fit->sigma() < floor) return std::nullopt;
     out.noise = *fit;
     out.samples = std::min(total.lag1_count, total.lag2_count);
     return out;
@@ -226,7 +232,7 @@ SmoothFit read_smooth_noise(const BlockReads& image, const std::vector<Block>& b
     const double rate = (v_far - v_near) / double(far * far - near * near);
     const std::optional<detail::SmoothNoise> refit =
         detail::fit_smooth_and_white_noise(mean_at(1) - rate, mean_at(2) - 4 * rate, mean_at(4) - 16 * rate);
-    if (!refit || refit->correlation(1) < kLeastSmoothCorrelation || refit->sigma() < floor) {
+    if (!refit || refit->correlation(1) < least_correlation || refit->sigma() < floor) {
       return std::nullopt;
     }
     const double misfit = (v_near - rate * near * near) / refit->mean_square_difference(near) - 1;
@@ -343,7 +349,8 @@ NoiseModel fall_back(NoiseModel m, const BlockReads& image, const std::vector<Bl
   // low on thick slices (3 mm abdomen: 14.3 for the 3D 19.0).
   SliceCorrelation z;
   if (m.radius_z > 0) z = slice_correlation(image.reads, image.padding, m.pseudo_residual_sigma, kMaxFallbackSlices);
-  const SmoothFit fit = read_smooth_noise(image, blocks, lags, std::max(m.pseudo_residual_sigma, z.in_plane_sigma));
+  const SmoothFit fit = read_smooth_noise(image, blocks, lags, std::max(m.pseudo_residual_sigma, z.in_plane_sigma),
+                                          m.radius_z > 0 ? kLeastSmoothCorrelationAcrossSlices : kLeastSmoothCorrelation);
   // In 3D its correlation with the next two slices, and it must change from slice to slice as
   // noise does (not tissue texture).
   std::pair<double, double> across{0, 0};
