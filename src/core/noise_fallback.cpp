@@ -26,8 +26,9 @@ constexpr i64 kLeastResidualsPerSlice = 1 << 14;  // residuals per slice it read
 // under-smoothed there). In a volume the fit must also change from slice to slice as noise
 // does (changes_across_slices_as_noise), and 0.2 is enough: ramp FBP noise on the 3 mm
 // TotalSegmentator crop read 0.24-0.28 and its level within 4 % of the added noise and the
-// crop's own (white noise of the pseudo-residual sigma read 0.81-0.87 of it, NLM up to 1.7 dB
-// under-smoothed), white noise on textured crops 0.03-0.14 (docs/parameters.md, step 4).
+// crop's own (white noise of the pseudo-residual sigma read 0.80-0.84 of the fit's level, NLM
+// up to 0.97 dB under-smoothed against the reference, 1.76 against the truth), white noise on
+// textured crops 0.03-0.14 (docs/parameters.md, step 4).
 constexpr double kLeastSmoothCorrelation = 0.35;
 constexpr double kLeastSmoothCorrelationAcrossSlices = 0.2;
 constexpr double kMaxSmoothGrain = 2.5;  // largest smooth-fallback sigma / pseudo-residual sigma believed
