@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The automatic parameters against noise-free references: digital phantoms, whose only noise is
 the noise added, so that the best of a sweep is not pulled down by a reference's own noise or
-streaks (docs/parameters.md, "Noise-free references").
+streaks (docs/validation.md, "Noise-free references").
 
 Phantoms, all in HU and made here with fixed seeds: the modified Shepp-Logan head (scikit-image's)
 at 256 and 512 pixels, and a synthetic abdomen (a body of soft tissue with a smooth texture of its
@@ -21,7 +21,7 @@ the goal when 0.5 dB and 0.005 SSIM of the best at most, and never below the noi
     python3 scripts/phantom_check.py --sweeps FILE     # the automatic values only, judged on the
                                                        # best and noisy input of FILE's cases
 
-Writes its summary and table into docs/parameters.md between the phantom-check markers, and prints
+Writes its summary and table into docs/validation.md between the phantom-check markers, and prints
 them. About 20 minutes on 2 CPU cores, most of it scikit-image's scans of the 512-pixel
 phantoms. Needs numpy, scipy and scikit-image (installed with pip when missing)."""
 import argparse, json, math, pathlib, sys, time

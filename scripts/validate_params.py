@@ -2,7 +2,7 @@
 """Regenerates the validation matrix of the automatic parameters in docs/parameters.md: runs
 build/validate_params (real CT of ../shared/data, several noise textures and levels, radii, 2D and
 3D, NLM and the bilateral filter) and writes the worst cases and the full table between the
-markers of docs/parameters.md.
+markers of docs/parameters.md (the matrix) or docs/validation.md (the other sets).
 
     scripts/setup.sh && python3 scripts/validate_params.py [--data ../shared/data] [--reduced | --extra]
     python3 scripts/validate_params.py --from build/validation/full.json   # render an earlier run
@@ -17,6 +17,9 @@ run that the matrix leaves out (the CLI's default NLM in 3D, the bias term from 
 Gaussian patch kernel, the centre weight "max", wider bilateral windows) on the set given, into the
 table of "Settings the matrix leaves out"; --from takes several JSON files (sets run apart)."""
 import argparse, json, pathlib, subprocess, sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from white_noise_check import marked_doc  # noqa: E402
 
 root = pathlib.Path(__file__).resolve().parent.parent
 MARKERS = {"matrix": ("<!-- validation:begin -->", "<!-- validation:end -->"),
@@ -114,12 +117,12 @@ def main():
         sources = [out]
     cases = [c for f in sources for c in json.loads(f.read_text())]
     note = f"{len(cases)} cases" + (f" of the {args.expected} of the full matrix (the run was cut short)" if args.expected and len(cases) < args.expected else "")
-    doc = root / "docs" / "parameters.md"
-    text = doc.read_text()
     begin, end = MARKERS["user-settings" if args.user_settings else kind if kind in MARKERS else "matrix"]
+    doc = marked_doc(begin, end)
+    text = doc.read_text()
     a, b = text.index(begin), text.index(end) + len(end)
     doc.write_text(text[:a] + render(cases, note, begin, end, per_setting=args.user_settings) + text[b:])
-    print(f"wrote {len(cases)} cases into docs/parameters.md", file=sys.stderr)
+    print(f"wrote {len(cases)} cases into {doc.relative_to(root)}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -52,17 +52,26 @@ def best_of_sweep(run, start, step=2 ** 0.25):
     return (start * step ** k, *seen[k])
 
 
+def marked_doc(begin, end):
+    """The page of docs/ that holds the markers `begin` ... `end`: parameters.md or validation.md."""
+    for name in ("parameters.md", "validation.md"):
+        doc = root / "docs" / name
+        text = doc.read_text()
+        if begin in text and end in text:
+            return doc
+    sys.exit(f"neither docs/parameters.md nor docs/validation.md has {begin} ... {end} markers")
+
+
 def publish(lines, begin, end, write):
     """Prints the table `lines` (which start with the `begin` marker) closed by the `end` marker and,
-    if `write`, puts it in docs/parameters.md in place of what lies between those markers."""
+    if `write`, puts it in docs/parameters.md or docs/validation.md (whichever holds the markers) in
+    place of what lies between them."""
     table = "\n".join(lines + ["", end])
     print(table)
     if not write:
         return
-    doc = root / "docs" / "parameters.md"
+    doc = marked_doc(begin, end)
     text = doc.read_text()
-    if begin not in text or end not in text:
-        sys.exit(f"{doc} has no {begin} ... {end} markers")
     head, rest = text.split(begin, 1)
     doc.write_text(head + table + rest.split(end, 1)[1])
     print(f"wrote {doc}")

@@ -125,7 +125,7 @@ AutoChoice choose(const detail::ImageReads& image, const NoiseModel& given, doub
   // depth (6-16 slices), CThead's 40 slices with ramp noise correlated across slices were taken
   // for a scan at search radius 3 (10 slices: within 0.05 dB of the best h) and not at the CLI's
   // default 5 (14 slices: 1.77 dB over-smoothed), as the tiles' levels beyond their intensity
-  // fitted the rays 0.43 and 0.12 (docs/parameters.md, "Settings the matrix leaves out").
+  // fitted the rays 0.43 and 0.12 (docs/validation.md, "Settings the matrix leaves out").
   // Plain blocks where the filter's have rims: the map's tiles are whole blocks.
   SampleLayout map_layout = too_smooth ? layout : detail::sample_layout(image.dims(), reach_xy, reach_z, detail::Margins::None);
   if (!layout.whole) {
