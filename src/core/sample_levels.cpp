@@ -418,15 +418,6 @@ void measure_level(Sample& s, const NoiseModel& noise, bool known_to_vary) {
   const double flat_spread = spread(flat_smoothed);
   const bool varies = readable && (known_to_vary || flat_spread >= kLeastLevelSpread);
   std::vector<double> chosen(tiles.size(), readable ? detail::median(flat_levels) : noise.sigma);
-  // Below that spread, from kLeastFlatLevelSpread, each tile's level leans toward its flat part's
-  // smoothed level (kFlatLevelShare of the way, in log): crops of a body with FBP noise whose
-  // level rises toward the body's middle (Hann noise of 60 HU on the Siemens crop: 1.39; on the
-  // Catphan's: 1.19) were under-smoothed by one level for all, the quietest tiles' (h 0.75-0.92 x
-  // the best). White noise on those crops spans 1.03-1.06. Not where the reading is weak
-  // (kLeastFlatLevelsGain): a lung's vessels vary a chest's flat parts under noise blurred by
-  // 0.7-1.2 voxels (1.19-1.41, gain 0.065 at 1.2), and the levels over-smoothed it.
-  if (!varies && readable && gain >= kLeastFlatLevelsGain && flat_spread >= kLeastFlatLevelSpread)
-    for (std::size_t t = 0; t < tiles.size(); ++t) chosen[t] *= std::pow(flat_smoothed[t] / chosen[t], kFlatLevelShare);
   if (varies) {
     chosen = median_of_nearest(centres, levels);
     // Not where the reading is weak: a level from a tile's texture goes as 1 / sqrt(its gain), and
@@ -435,6 +426,16 @@ void measure_level(Sample& s, const NoiseModel& noise, bool known_to_vary) {
     // over-smoothed by up to 0.97 dB (h 2 x the best). With the model's texture: 0.79-0.98 x.
     if (!weak_reading) use_tile_textures(s, noise, flat_tiles, levels, centres, padding, chosen);
     s.noise_over_image = s.tile_models.empty() ? "tile levels" : "tile levels and textures";
+  } else if (gain >= kLeastFlatLevelsGain && flat_spread >= kLeastFlatLevelSpread) {
+    // Where the flat parts span kLeastFlatLevelSpread but not kLeastLevelSpread, each tile's level
+    // leans toward its flat part's smoothed level (kFlatLevelShare of the way, in log): crops of a
+    // body with FBP noise whose
+    // level rises toward the body's middle (Hann noise of 60 HU on the Siemens crop: 1.39; on the
+    // Catphan's: 1.19) were under-smoothed by one level for all, the quietest tiles' (h 0.75-0.92 x
+    // the best). White noise on those crops spans 1.03-1.06. Not where the reading is weak
+    // (kLeastFlatLevelsGain): a lung's vessels vary a chest's flat parts under noise blurred by
+    // 0.7-1.2 voxels (1.19-1.41, gain 0.065 at 1.2), and the levels over-smoothed it.
+    for (std::size_t t = 0; t < tiles.size(); ++t) chosen[t] *= std::pow(flat_smoothed[t] / chosen[t], kFlatLevelShare);
   }
   double sum2 = 0;
   i64 counted = 0;
