@@ -63,24 +63,29 @@ def main():
         else:
             psnr, ssim, ok = judge(case, value)
         ssim_text = "" if ssim is None else f"{ssim - case['best']['ssim']:+.4f} "
-        return ok, psnr - case["best"]["psnr"], (f"{'ok  ' if ok else 'MISS'} {psnr - case['best']['psnr']:+.2f} dB "
-                                                 f"{ssim_text}x{value / case['best_value']:.2f}")
+        # The goal's other half: never below the noisy input, on PSNR or on SSIM.
+        below = psnr < case["noisy"]["psnr"] or (ssim is not None and ssim < case["noisy"]["ssim"])
+        return ok, below, psnr - case["best"]["psnr"], (f"{'ok  ' if ok else 'MISS'} {psnr - case['best']['psnr']:+.2f} dB "
+                                                        f"{ssim_text}x{value / case['best_value']:.2f}"
+                                                        f"{' BELOW THE NOISY INPUT' if below else ''}")
 
-    within = within_old = 0
+    within = within_old = below = below_old = 0
     worst = 0.0
     for name, value in new.items():
-        ok, gap, line = text(name, value, sys.argv[2])
+        ok, is_below, gap, line = text(name, value, sys.argv[2])
         within += ok
+        below += is_below
         worst = min(worst, gap)
         if name in old:
-            ok_old, gap_old, line_old = text(name, old[name], sys.argv[3])
+            ok_old, was_below, gap_old, line_old = text(name, old[name], sys.argv[3])
             within_old += ok_old
-            if ok_old != ok or abs(gap - gap_old) >= 0.02:
+            below_old += was_below
+            if ok_old != ok or was_below != is_below or abs(gap - gap_old) >= 0.02:
                 print(f"{line_old} -> {line}  {name}")
         elif not ok:
             print(f"{line}  {name}")
-    print(f"{within} of {len(new)} within the goal, worst {worst:.2f} dB"
-          + (f" (old: {within_old} of {sum(1 for n in new if n in old)})" if old else ""))
+    print(f"{within} of {len(new)} within the goal, worst {worst:.2f} dB, {below} below the noisy input"
+          + (f" (old: {within_old} of {sum(1 for n in new if n in old)}, {below_old} below)" if old else ""))
 
 
 if __name__ == "__main__":

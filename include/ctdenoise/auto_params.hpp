@@ -48,7 +48,8 @@ struct AutoChoice {
                            // (< 1 when the model read anatomy as noise; docs/parameters.md)
   NoiseModel noise;
   // How the risk saw the noise over the image (docs/parameters.md, "The level" and "The
-  // texture"): "one level" (the tiles' median), "tile levels" (where the level varies), "tile
+  // texture"): "one level" (the tiles' median), "tile levels (mild)" (where the level varies a
+  // little: each tile's leans toward its own), "tile levels" (where the level varies), "tile
   // levels and textures" (where the texture changes too), "intensity levels" (where the level
   // follows the image's values, voxel by voxel), or "scan-like (...)" (below).
   std::string noise_over_image;

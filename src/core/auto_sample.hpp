@@ -34,6 +34,9 @@ struct Sample {
   std::vector<NoiseModel> tile_models;
   std::vector<std::uint32_t> tile_of;
   std::string noise_over_image = "one level";  // AutoChoice::noise_over_image
+  // Where the level varies only mildly ("tile levels (mild)"): the tiles' levels lean toward their
+  // flat parts' (measure_level), so a later reading may still find them varying.
+  static constexpr const char* kMildTileLevels = "tile levels (mild)";
   // Where the level follows the image's values ("intensity levels"): the noise's correlation read
   // on the sample in units of its levels (their variance-stabilising transform), at the image's
   // model's sigma (measure_level); else none.

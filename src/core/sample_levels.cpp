@@ -30,11 +30,17 @@ constexpr double kMaxTileLevel = 16;
 constexpr double kLeastLevelSpread = 1.5;  // tile levels smoothed over neighbours are used where they vary this much
 // Where the flat parts' smoothed levels span kLeastFlatLevelSpread to kLeastLevelSpread, each tile's
 // level moves kFlatLevelShare of the way (in log) from their median to its flat part's (measure_level).
-// All the way put the matrix's 2D crops at 180 of 225 within the goal and its worst case at 2.11
-// dB (90-view crops, whose references keep their streaks); three quarters at 182 and 1.99 dB.
+// Before the gain's upper limit (kMostFlatLevelsGain), all the way put the matrix's 2D crops at 180
+// of 225 within the goal and its worst case at 2.11 dB (90-view crops, whose references keep their
+// streaks); three quarters at 182 and 1.99 dB.
 constexpr double kLeastFlatLevelSpread = 1.15;
 constexpr double kFlatLevelShare = 0.75;
 constexpr double kLeastFlatLevelsGain = 0.1;
+// ... and at most this: smooth noise (Hann's window: 0.13-0.18). Ramp FBP noise reads 0.4-0.76,
+// white 0.8-1; there one level was within the goal but on 3 of the matrix's crops (h 0.9 x the
+// best), and the lean raised h on 90-view crops already over-smoothed against references that
+// keep their streaks, 3 of them below the noisy input on SSIM (measure_level).
+constexpr double kMostFlatLevelsGain = 0.3;
 // A flat part under a quarter of its tile (a thin ring of air between a body and the padding, in
 // a 3D tile whose end slices give no residuals) is read from this many residuals, for the levels
 // that follow the values alone (Sample::Tile::thin_flat_residual_sigma).
@@ -418,6 +424,7 @@ void measure_level(Sample& s, const NoiseModel& noise, bool known_to_vary) {
   const double flat_spread = spread(flat_smoothed);
   const bool varies = readable && (known_to_vary || flat_spread >= kLeastLevelSpread);
   std::vector<double> chosen(tiles.size(), readable ? detail::median(flat_levels) : noise.sigma);
+  s.noise_over_image = "one level";
   if (varies) {
     chosen = median_of_nearest(centres, levels);
     // Not where the reading is weak: a level from a tile's texture goes as 1 / sqrt(its gain), and
@@ -426,16 +433,18 @@ void measure_level(Sample& s, const NoiseModel& noise, bool known_to_vary) {
     // over-smoothed by up to 0.97 dB (h 2 x the best). With the model's texture: 0.79-0.98 x.
     if (!weak_reading) use_tile_textures(s, noise, flat_tiles, levels, centres, padding, chosen);
     s.noise_over_image = s.tile_models.empty() ? "tile levels" : "tile levels and textures";
-  } else if (gain >= kLeastFlatLevelsGain && flat_spread >= kLeastFlatLevelSpread) {
+  } else if (gain >= kLeastFlatLevelsGain && gain <= kMostFlatLevelsGain && flat_spread >= kLeastFlatLevelSpread) {
     // Where the flat parts span kLeastFlatLevelSpread but not kLeastLevelSpread, each tile's level
     // leans toward its flat part's smoothed level (kFlatLevelShare of the way, in log): crops of a
-    // body with FBP noise whose
-    // level rises toward the body's middle (Hann noise of 60 HU on the Siemens crop: 1.39; on the
-    // Catphan's: 1.19) were under-smoothed by one level for all, the quietest tiles' (h 0.75-0.92 x
-    // the best). White noise on those crops spans 1.03-1.06. Not where the reading is weak
-    // (kLeastFlatLevelsGain): a lung's vessels vary a chest's flat parts under noise blurred by
-    // 0.7-1.2 voxels (1.19-1.41, gain 0.065 at 1.2), and the levels over-smoothed it.
+    // body with smooth FBP noise (Hann's window) whose level rises toward the body's middle (60 HU
+    // on the Siemens crop: 1.39; on the Catphan's: 1.19) were under-smoothed by one level for all,
+    // the quietest tiles' (h 0.75-0.92 x the best). White noise on those crops spans 1.03-1.06.
+    // Not where the reading is weak (kLeastFlatLevelsGain): a lung's vessels vary a chest's flat
+    // parts under noise blurred by 0.7-1.2 voxels (1.19-1.41, gain 0.065 at 1.2), and the levels
+    // over-smoothed it. Nor for fine-grained noise (kMostFlatLevelsGain), where few views' streaks
+    // vary the flat parts' levels with the anatomy that casts them (90 views: 1.2-1.4).
     for (std::size_t t = 0; t < tiles.size(); ++t) chosen[t] *= std::pow(flat_smoothed[t] / chosen[t], kFlatLevelShare);
+    s.noise_over_image = Sample::kMildTileLevels;
   }
   double sum2 = 0;
   i64 counted = 0;

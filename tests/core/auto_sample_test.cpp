@@ -430,4 +430,72 @@ TEST(AutoSample, SmoothNoiseKnownToVaryIsReadTileByTile) {
   }
 }
 
+TEST(AutoSample, ALevelThatRisesMildlyLeansTileByTile) {
+  // Noise whose level rises toward the slice's middle, as FBP noise's does in a body: by `rise`
+  // times at the centre, over a Gaussian of 48 voxels. With no rise the tiles' flat parts agree
+  // and one level stands. Where their levels, smoothed over each tile's nearest, span 1.15 to 1.5
+  // (a rise of 0.8: about 1.2), smooth noise (as Hann's window makes: white noise blurred by 0.8
+  // voxels here) has each tile's level lean toward its own, so the middle is read louder than the
+  // corner, by less than the noise is; fine-grained noise (white) keeps one level, as few views'
+  // streaks vary its flat parts with anatomy. Where they span more (a rise of 3: about 1.65) the
+  // tiles' levels are read as they are.
+  const ctd::Dims d{192, 192, 1};
+  auto level_of = [&](double x, double y, double rise) {
+    const double dx = x - 95.5, dy = y - 95.5;
+    return 30.0 * (1.0 + rise * std::exp(-(dx * dx + dy * dy) / (2 * 48.0 * 48.0)));
+  };
+  auto tile_level = [&](i64 x0, i64 y0, double rise) {  // the root mean square over a 32 x 32 tile
+    double sum2 = 0;
+    for (i64 y = y0; y < y0 + 32; ++y)
+      for (i64 x = x0; x < x0 + 32; ++x) sum2 += level_of(double(x), double(y), rise) * level_of(double(x), double(y), rise);
+    return std::sqrt(sum2 / (32 * 32));
+  };
+  for (const bool smooth : {false, true}) {
+    const std::vector<double> field =
+        smooth ? testing_util::blurred_noise(d, 0.8, 31) : testing_util::filtered_noise(d, std::vector<double>{1.0}, 31);
+    for (const double rise : {0.0, 0.8, 3.0}) {
+      SCOPED_TRACE(std::string(smooth ? "smooth" : "white") + " noise, rise " + std::to_string(rise));
+      ctd::Volume image(d);
+      for (i64 y = 0; y < d.ny; ++y)
+        for (i64 x = 0; x < d.nx; ++x)
+          image.view()(x, y, 0) = float(level_of(double(x), double(y), rise) * field[std::size_t(y * d.nx + x)]);
+      const ctd::NoiseModel model = ctd::estimate_noise_model(image.view());
+      const double gain = ctd::detail::pseudo_residual_gain(model);
+      if (smooth) {
+        ASSERT_GT(gain, 0.1);
+        ASSERT_LT(gain, 0.3);
+      } else {
+        ASSERT_GT(gain, 0.8);
+      }
+      const auto reads = ctd::detail::host_reads(image.view());
+      const ctd::detail::SampleLayout layout = ctd::detail::sample_layout(d, 5, 0, ctd::detail::Margins::None);
+      ASSERT_TRUE(layout.whole);
+      ctd::detail::Sample s = ctd::detail::make_sample(*reads, layout, model);
+      ctd::detail::measure_level(s, model);
+      ASSERT_EQ(s.tiles.size(), 36u);  // 32 x 32 each
+      const double middle = s.level_at[std::size_t(100 * d.nx + 100)], corner = s.level_at[std::size_t(4 * d.nx + 4)];
+      const double true_middle = tile_level(96, 96, rise), true_corner = tile_level(0, 0, rise);
+      if (rise == 0.0 || (rise < 1.0 && !smooth)) {
+        EXPECT_EQ(s.noise_over_image, "one level");
+        EXPECT_EQ(middle, corner);
+      } else if (rise < 1.0) {
+        EXPECT_EQ(s.noise_over_image, ctd::detail::Sample::kMildTileLevels);
+        EXPECT_GT(middle / corner, 1.1) << middle << " / " << corner;
+        EXPECT_LT(middle / corner, true_middle / true_corner) << middle << " / " << corner;
+      } else {
+        EXPECT_EQ(s.noise_over_image.rfind("tile levels", 0), 0u) << s.noise_over_image;
+        EXPECT_NE(s.noise_over_image, ctd::detail::Sample::kMildTileLevels);
+        EXPECT_GT(middle / corner, 1.5) << middle << " / " << corner;
+      }
+      if (rise == 0.0) {
+        EXPECT_NEAR(s.level, model.sigma, 0.05 * model.sigma);
+      }
+      if (rise > 0.0 && s.noise_over_image != "one level") {
+        EXPECT_GT(corner, 0.9 * true_corner);
+        EXPECT_LT(middle, 1.1 * true_middle);
+      }
+    }
+  }
+}
+
 }  // namespace
