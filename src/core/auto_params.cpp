@@ -168,8 +168,7 @@ AutoChoice choose(const detail::ImageReads& image, const NoiseModel& given, doub
     if (probe->texture_distance > kMostScanTextureDistance) {
       // Not an FBP filter's texture, but the rays explain the levels: they vary over the image.
       probe.reset();
-      if (sample.noise_over_image == "one level" || sample.noise_over_image == Sample::kMildTileLevels)
-        detail::measure_level(sample, noise, true);
+      if (sample.nearly_one_level()) detail::measure_level(sample, noise, true);
     } else if (other) {
       sample = std::move(*other);
     }

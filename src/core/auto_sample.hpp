@@ -33,10 +33,12 @@ struct Sample {
   // tile of each voxel; else empty (the image's model at level_at).
   std::vector<NoiseModel> tile_models;
   std::vector<std::uint32_t> tile_of;
-  std::string noise_over_image = "one level";  // AutoChoice::noise_over_image
-  // Where the level varies only mildly ("tile levels (mild)"): the tiles' levels lean toward their
-  // flat parts' (measure_level), so a later reading may still find them varying.
+  // One level for all, or where the level varies only mildly, each tile's leaning toward its flat
+  // part's (measure_level): levels a later reading that knows they vary may read again.
+  static constexpr const char* kOneLevel = "one level";
   static constexpr const char* kMildTileLevels = "tile levels (mild)";
+  std::string noise_over_image = kOneLevel;  // AutoChoice::noise_over_image
+  bool nearly_one_level() const { return noise_over_image == kOneLevel || noise_over_image == kMildTileLevels; }
   // Where the level follows the image's values ("intensity levels"): the noise's correlation read
   // on the sample in units of its levels (their variance-stabilising transform), at the image's
   // model's sigma (measure_level); else none.

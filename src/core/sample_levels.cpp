@@ -424,7 +424,7 @@ void measure_level(Sample& s, const NoiseModel& noise, bool known_to_vary) {
   const double flat_spread = spread(flat_smoothed);
   const bool varies = readable && (known_to_vary || flat_spread >= kLeastLevelSpread);
   std::vector<double> chosen(tiles.size(), readable ? detail::median(flat_levels) : noise.sigma);
-  s.noise_over_image = "one level";
+  s.noise_over_image = Sample::kOneLevel;
   if (varies) {
     chosen = median_of_nearest(centres, levels);
     // Not where the reading is weak: a level from a tile's texture goes as 1 / sqrt(its gain), and
