@@ -66,6 +66,13 @@ case ${1:-} in
         part "volumes-${scan%%[ ,]*}-$(tr -d , <<<"$texture" | tr ' ' -)" --volumes --only "$scan | $texture"
       done
     done
+    # The settings users run that the matrix leaves out (--user-settings; docs/validation.md), the
+    # whole volumes with the CLI's default NLM only (search 5 patch 1), whose sweeps take longest.
+    part user-matrix --user-settings --curves
+    for scan in FullHead headsq Bonsai; do part "user-heldout-$scan" --heldout --user-settings --curves --only "$scan"; done
+    for scan in "Siemens abdomen, whole volume" "CThead, 40 whole slices" "TotalSegmentator abdomen, whole volume"; do
+      part "user-volumes-${scan%%[ ,]*}" --volumes --user-settings --only "$scan" --only "search 5"
+    done
     wait
     tar cf - -C "$work" . | xz -T0 -6 >"$out/validation.txz"
     ;;
