@@ -9,7 +9,8 @@
 # spread over the machine's GPUs (an nvidia-h200-x4 runs them in under 10 minutes):
 #   device run: carry [".device/cli.txz", ".device/validation-data.txz"], command: bash bench/device_validation.sh run-all
 #   here again: each set's JSON (OUT/<set>.json; the volumes in three parts) with --from and the set's flag
-# The settings users run that the matrix leaves out (--user-settings) are the parts named user-*:
+# The settings users run that the matrix leaves out (--user-settings) are the parts named user-*
+# (added after the timing above; on one H200 they take 9 minutes by themselves):
 #   ONLY='^user-' ... run-all; here again: scripts/validate_params.py --user-settings --from <their JSONs>
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
