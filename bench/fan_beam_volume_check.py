@@ -11,8 +11,8 @@ the CPU, each judged against the best of a sweep; about 12 minutes on 2 cores (6
 
 With --object "Siemens series", the scanned volume is a real one instead: the Siemens series of
 ../shared/data (20 slices of an upper abdomen), shrunk 2 x in-plane to 256 x 256 at 1.95 mm (its own
-noise, about 10 HU, halves and stays in the reference), at 2 x 10^5 and 5 x 10^4 photons (noise of
-about 35 and 70 HU); about 25 minutes on 2 cores. With --shrink 1, at its own 512 x 512.
+noise, about 10 HU, halves and stays in the reference), at 2 x 10^5 and 5 x 10^4 photons (noisy inputs
+of about 32 and 27 dB); about 25 minutes on 2 cores. With --shrink 1, at its own 512 x 512 (about an hour).
 
     scripts/setup.sh && python3 bench/fan_beam_volume_check.py [--z-modulation] [--object "Siemens series" [--shrink 1]] [--json FILE]
 """
@@ -34,7 +34,7 @@ def main():
     parser.add_argument("--data", default=str(root.parent / "shared" / "data"), help="the real scans (../shared/data)")
     parser.add_argument("--shrink", type=int, default=2, choices=[1, 2],
                         help="the Siemens series shrunk this many times in-plane (1: its 512 x 512 at 0.98 mm, "
-                             "at 10^6 and 2.5 x 10^5 photons; about 1.5 hours on 2 cores)")
+                             "at 10^6 and 2.5 x 10^5 photons; about an hour on 2 cores)")
     parser.add_argument("--json", help="write every case here")
     args = parser.parse_args()
     import ctdenoise as ctd
@@ -47,7 +47,7 @@ def main():
         k = args.shrink
         clean = series.reshape(nz, ny // k, k, nx // k, k).mean(axis=(2, 4))
         px *= k
-        photons = (2e5, 5e4) if k == 2 else (1e6, 2.5e5)  # noise of about 35-50 and 70-90 HU either way
+        photons = (2e5, 5e4) if k == 2 else (1e6, 2.5e5)  # noisy inputs of 27-42 dB either way
     else:
         clean = abdomen((20, 256, 256), 4)
         px = 0.9 * 384 / 256
@@ -78,6 +78,7 @@ def main():
                           f"({best[1]:.2f}/{best[2]:.4f}) {'ok' if within else 'MISS'} | {auto['noise_over_image']}", flush=True)
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(cases, indent=1))
+
 
 if __name__ == "__main__":
     main()
