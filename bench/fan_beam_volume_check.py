@@ -16,7 +16,7 @@ of about 32 and 27 dB); about 25 minutes on 2 cores. With --shrink 1, at its own
 
     scripts/setup.sh && python3 bench/fan_beam_volume_check.py [--z-modulation] [--object "Siemens series" [--shrink 1]] [--json FILE]
 """
-import argparse, json, pathlib, sys
+import argparse, pathlib, sys
 
 import numpy as np
 from scipy.ndimage import convolve1d
@@ -38,7 +38,7 @@ def main():
     parser.add_argument("--json", help="write every case here")
     args = parser.parse_args()
     import ctdenoise as ctd
-    from check_cases import real_scan
+    from check_cases import finish, real_scan, record
     from fan_beam_check import simulate
     from phantom_check import SETTINGS_3D, abdomen, judge, quality
     if args.object == "Siemens series":
@@ -71,13 +71,9 @@ def main():
                     f = ctd.nlm if kind == "nlm" else ctd.bilateral
                     auto, auto_q, best, within = judge(f, noisy, reference, kw, "cpu", noisy_q)
                     scan = f"fan {window} bowtie 2 I0 {i0:.2g}{label}{' z-correlated' if across else ''}"
-                    cases.append(dict(object=args.object, scan=scan, setting=setting, auto_value=auto["value"], auto=auto_q,
-                                      best_value=best[0], best=best[1:], noisy=noisy_q, within=within,
-                                      noise_over_image=auto["noise_over_image"]))
-                    print(f"{scan} | {setting}: auto {auto['value']:.1f} ({auto_q[0]:.2f}/{auto_q[1]:.4f}) best {best[0]:.1f} "
-                          f"({best[1]:.2f}/{best[2]:.4f}) {'ok' if within else 'MISS'} | {auto['noise_over_image']}", flush=True)
-    if args.json:
-        pathlib.Path(args.json).write_text(json.dumps(cases, indent=1))
+                    record(cases, f"{scan} | {setting}", auto, auto_q, best, within, object=args.object, scan=scan,
+                           setting=setting, noisy=noisy_q)
+    finish(cases, args.json)
 
 
 if __name__ == "__main__":
