@@ -15,6 +15,19 @@ def record(cases, label, auto, auto_q, best, within, **fields):
           f"{auto['noise_over_image']}", flush=True)
 
 
+def judge_3d_settings(cases, noisy, reference, scan, **fields):
+    """Judges NLM search 3 patch 1 and the bilateral filter at sigma_s 1 voxel (scripts/phantom_check.py's
+    SETTINGS_3D) on the CPU, on `noisy` against `reference`, and records each case under `scan`."""
+    import ctdenoise as ctd
+    from phantom_check import SETTINGS_3D, judge, quality
+    noisy_q = quality(noisy, reference)
+    for setting, kind, kw in SETTINGS_3D:
+        f = ctd.nlm if kind == "nlm" else ctd.bilateral
+        auto, auto_q, best, within = judge(f, noisy, reference, kw, "cpu", noisy_q)
+        record(cases, f"{scan} | {setting}", auto, auto_q, best, within, scan=scan, setting=setting, noisy=noisy_q,
+               **fields)
+
+
 def recorded_cases(path, key, inside="cases"):
     """The cases of an earlier --json run (a list, or an object holding them under `inside`) by
     key(case), to judge against their recorded sweeps; {} without a path."""

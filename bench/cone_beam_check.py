@@ -128,9 +128,8 @@ def main():
     parser.add_argument("--data", default=str(root.parent / "shared" / "data"), help="the real scans (../shared/data)")
     parser.add_argument("--json", help="write every case here")
     args = parser.parse_args()
-    import ctdenoise as ctd
-    from check_cases import cthead_slices, finish, real_scan, record
-    from phantom_check import SETTINGS_3D, abdomen, judge, quality
+    from check_cases import cthead_slices, finish, judge_3d_settings, real_scan
+    from phantom_check import abdomen
     source = SOURCE_MM
     if args.object == "Siemens series":
         series, px = real_scan(pathlib.Path(args.data) / "dicom_series_siemens_biograph_mct_20slices" / "original_jpeg2000_lossless", True)
@@ -156,13 +155,9 @@ def main():
             reference = hu(fdk(sinograms[None], g, window))
             for i0 in photons:
                 noisy = hu(fdk(sinograms[i0], g, window)).astype(np.float32)
-                noisy_q = quality(noisy, reference)
-                for setting, kind, kw in SETTINGS_3D:
-                    f = ctd.nlm if kind == "nlm" else ctd.bilateral
-                    auto, auto_q, best, within = judge(f, noisy, reference, kw, "cpu", noisy_q)
-                    label = f"cone {window}{' panel blur 0.6' if blur else ''} bowtie 2 I0 {i0:.2g}"
-                    record(cases, f"{label} | {setting}", auto, auto_q, best, within, object=args.object, scan=label,
-                           setting=setting, noisy=noisy_q, noise_sd=float(np.std(noisy - reference)))
+                label = f"cone {window}{' panel blur 0.6' if blur else ''} bowtie 2 I0 {i0:.2g}"
+                judge_3d_settings(cases, noisy, reference, label, object=args.object,
+                                  noise_sd=float(np.std(noisy - reference)))
     finish(cases, args.json)
 
 

@@ -37,10 +37,9 @@ def main():
                              "at 10^6 and 2.5 x 10^5 photons; about an hour on 2 cores)")
     parser.add_argument("--json", help="write every case here")
     args = parser.parse_args()
-    import ctdenoise as ctd
-    from check_cases import finish, real_scan, record
+    from check_cases import finish, judge_3d_settings, real_scan
     from fan_beam_check import simulate
-    from phantom_check import SETTINGS_3D, abdomen, judge, quality
+    from phantom_check import abdomen
     if args.object == "Siemens series":
         series, px = real_scan(pathlib.Path(args.data) / "dicom_series_siemens_biograph_mct_20slices" / "original_jpeg2000_lossless", True)
         nz, ny, nx = series.shape
@@ -66,13 +65,8 @@ def main():
                 if across:
                     noise = convolve1d(noise, [0.25, 0.5, 0.25], axis=0, mode="nearest") * np.sqrt(8 / 3)
                 noisy = (reference + noise).astype(np.float32)
-                noisy_q = quality(noisy, reference)
-                for setting, kind, kw in SETTINGS_3D:
-                    f = ctd.nlm if kind == "nlm" else ctd.bilateral
-                    auto, auto_q, best, within = judge(f, noisy, reference, kw, "cpu", noisy_q)
-                    scan = f"fan {window} bowtie 2 I0 {i0:.2g}{label}{' z-correlated' if across else ''}"
-                    record(cases, f"{scan} | {setting}", auto, auto_q, best, within, object=args.object, scan=scan,
-                           setting=setting, noisy=noisy_q)
+                scan = f"fan {window} bowtie 2 I0 {i0:.2g}{label}{' z-correlated' if across else ''}"
+                judge_3d_settings(cases, noisy, reference, scan, object=args.object)
     finish(cases, args.json)
 
 
