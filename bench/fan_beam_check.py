@@ -9,7 +9,9 @@ bowtie (incident photons falling as exp(-b (u / u_max)^2)) and optional angular 
 modulation (--tcm: each view's photons proportional to the square root of its most attenuated
 ray's attenuation, exp(max p / 2), at the same mean dose, as dose-saving scanners modulate),
 optional electronic noise (--electronic S: Gaussian counts of sigma S added to the Poisson counts,
-as low-dose simulations after Yu et al. 2012 add it), and Kak & Slaney's fan-beam FBP (the
+as low-dose simulations after Yu et al. 2012 add it), optionally another orbit than a full turn
+(--orbit offset: a CBCT's offset detector, reaching the centre's other side by 15 % of its
+half-width, Wang's weights; --orbit short: half a turn plus the fan, Parker's weights), and Kak & Slaney's fan-beam FBP (the
 data weighted by cos(gamma), the ramp or Hann-apodised ramp filter, each view weighted by 1 / U^2).
 The reference is the same scan without noise. NLM search 5 patch 1 and the bilateral filter at
 sigma_s 1 voxel, on the CPU; about 10 minutes per phantom on 2 cores. Real slices of ../shared/data
@@ -18,6 +20,7 @@ reference; the adult abdomen wants --photons 2e6 5e5).
 
     scripts/setup.sh && python3 bench/fan_beam_check.py "abdomen 384" [--json FILE]
     python3 bench/fan_beam_check.py "Siemens slice" --photons 2e6 5e5
+    python3 bench/fan_beam_check.py "abdomen 384" --orbit offset
 """
 import argparse, json, pathlib, sys
 
@@ -31,7 +34,14 @@ sys.path.insert(0, str(root / "scripts"))
 MU_WATER = 0.02  # 1 / mm
 
 
-def fan_geometry(n, pixel_mm, views=720, source_mm=None, pitch=1.0):
+ORBITS = ["full", "short", "offset"]
+
+
+def fan_geometry(n, pixel_mm, views=720, source_mm=None, pitch=1.0, orbit="full"):
+    """views: over a full turn. orbit "short": a short scan, half a turn plus the fan's angle at
+    the same angular step (Parker's weights); "offset": a full turn with the detector shifted to
+    one side, overlapping the centre by 15 % of its half-width (a CBCT's half-fan for a wide
+    field of view; Wang's weights)."""
     half = 0.5 * n * pixel_mm * np.sqrt(2)  # the image's half diagonal, mm
     D = source_mm or max(541.0, 1.6 * half)  # source to isocentre
     # bins on a virtual detector through the centre at `pitch` pixels, covering the fan's
@@ -40,7 +50,36 @@ def fan_geometry(n, pixel_mm, views=720, source_mm=None, pitch=1.0):
     nb = int(np.ceil(2 * half * D / np.sqrt(D * D - half * half) / du * 1.02)) | 1
     u = (np.arange(nb) - (nb - 1) / 2) * du
     beta = np.linspace(0, 2 * np.pi, views, endpoint=False)
-    return dict(D=D, u=u, du=du, beta=beta, n=n, pixel=pixel_mm)
+    if orbit == "short":
+        fan = np.arctan(np.abs(u).max() / D)
+        beta = beta[beta <= np.pi + 2 * fan]
+    # an offset detector's bins stay on the virtual detector's other side, unmeasured (weight 0),
+    # for the ramp filter's tails
+    overlap = 0.15 * np.abs(u).max() if orbit == "offset" else None
+    return dict(D=D, u=u, du=du, beta=beta, n=n, pixel=pixel_mm, orbit=orbit, overlap=overlap)
+
+
+def redundancy_weights(g):
+    """Each ray's weight (views x bins) so that a line measured twice has weights summing to 1,
+    once, 1: Parker's (1982) for a short scan, Wang's (2002) for an offset detector, 1/2 for a
+    full turn."""
+    u, D, beta = g["u"], g["D"], g["beta"]
+    if g.get("orbit", "full") == "full":
+        return np.full((len(beta), len(u)), 0.5)
+    if g["orbit"] == "offset":
+        overlap = g["overlap"]
+        w = np.where(u >= overlap, 1.0, np.sin(np.pi / 4 * (1 + np.clip(u / overlap, -1, 1))) ** 2)
+        return np.broadcast_to(w[None, :], (len(beta), len(u))).copy()
+    # the fan angle, signed as Parker's: this geometry's ray at u is measured again at beta + pi + 2 gamma
+    gamma = -np.arctan(u / D)[None, :]
+    fan = np.arctan(np.abs(u).max() / D)
+    b = beta[:, None]
+    w = np.ones((len(beta), len(u)))
+    rising = b < 2 * (fan - gamma)
+    w = np.where(rising, np.sin(np.pi / 4 * b / np.maximum(fan - gamma, 1e-12)) ** 2, w)
+    falling = b > np.pi - 2 * gamma
+    w = np.where(falling, np.sin(np.pi / 4 * (np.pi + 2 * fan - b) / np.maximum(fan + gamma, 1e-12)) ** 2, w)
+    return np.clip(w, 0, 1)
 
 
 def project(mu, g, step=1.0, cell=False):
@@ -98,10 +137,11 @@ def ramp_kernel(nb, du, window="ramp"):
 
 
 def fbp(p, g, window="ramp"):
-    """Fan-beam FBP for a flat (virtual, at the isocentre) detector, full scan (Kak & Slaney 3.4.2)."""
+    """Fan-beam FBP for a flat (virtual, at the isocentre) detector (Kak & Slaney 3.4.2), each ray
+    weighted for the orbit's redundancy (redundancy_weights)."""
     n, px, D, u, du = g["n"], g["pixel"], g["D"], g["u"], g["du"]
     nb = len(u)
-    weighted = p * (D / np.sqrt(D * D + u * u))[None, :]
+    weighted = p * (D / np.sqrt(D * D + u * u))[None, :] * redundancy_weights(g)
     h = ramp_kernel(nb, du, window)
     q = np.array([np.convolve(row, h)[nb - 1:2 * nb - 1] for row in weighted]) * du
     c0 = (n - 1) / 2
@@ -116,17 +156,17 @@ def fbp(p, g, window="ramp"):
         U = along / D
         s = across * D / along
         img += np.interp(s.ravel(), u, q[i], left=0, right=0).reshape(n, n) / (U * U)
-    return img * (2 * np.pi / len(g["beta"])) / 2
+    return img * (g["beta"][1] - g["beta"][0])
 
 
 def simulate(clean_hu, pixel_mm, views, window, photons, rng, bowtie=0.0, tcm=False, electronic=0.0, pitch=1.0,
-             cell=False):
+             cell=False, orbit="full"):
     """A fan-beam scan of clean_hu; bowtie: the extra attenuation (line integral) at the fan's edge,
     growing as (u / u_max)^2 (0: none); tcm: the views' photons modulated as exp(max p / 2), mean
     `photons`; electronic: the sigma of Gaussian counts added to the Poisson counts; pitch: the
     detector's bins, in pixels at the isocentre (2: a zoomed reconstruction); cell: each bin
-    integrates over its width (project)."""
-    g = fan_geometry(clean_hu.shape[-1], pixel_mm, views, pitch=pitch)
+    integrates over its width (project); orbit: one of ORBITS (fan_geometry)."""
+    g = fan_geometry(clean_hu.shape[-1], pixel_mm, views, pitch=pitch, orbit=orbit)
     mu = np.clip(MU_WATER * (1 + clean_hu / 1000.0), 0, None)
     p = project(mu, g, cell=cell)
     if photons is not None:
@@ -194,6 +234,9 @@ def main():
                         help="each detector bin integrates over its width (four rays) instead of one ray at its "
                              "centre: with bins wider than a pixel, point samples alias a hard-edged phantom into "
                              "ringing that the noise-free reference keeps")
+    parser.add_argument("--orbit", default="full", choices=ORBITS,
+                        help="a full turn; a short scan (half a turn plus the fan, Parker's weights); or a full turn "
+                             "with an offset detector (a half-fan overlapping the centre by 15 %%, Wang's weights)")
     parser.add_argument("--sweeps", metavar="FILE",
                         help="sweep only the cases missing from this --json file of an earlier run (a list of cases, "
                              "or an object with them in 'cases_detail'): take their best and noisy input from it "
@@ -201,7 +244,7 @@ def main():
     args = parser.parse_args()
     recorded = recorded_cases(args.sweeps, lambda c: (c["phantom"], c["window"], c["bowtie"], c.get("tcm", False),
                                                       c.get("electronic", 0.0), c.get("detector_pitch", 1.0), c.get("cell_aperture", False),
-                                                      c["photons"], c["setting"]),
+                                                      c.get("orbit", "full"), c["photons"], c["setting"]),
                                 "cases_detail")
     clean, px = scanned_object(args.phantom, pathlib.Path(args.data))
     settings = [s for s in SETTINGS_2D if s[0] in ("NLM search 5 patch 1", "bilateral sigma_s 1 vox")]
@@ -209,25 +252,26 @@ def main():
     bowties = [2.0] if args.tcm or args.electronic else [0.0, 2.0]
     scans = [(window, bowtie) for bowtie in bowties for window in args.windows]
     for window, bowtie in scans:
-        reference = simulate(clean, px, 720, window, None, None, pitch=args.detector_pitch, cell=args.cell_aperture)
+        reference = simulate(clean, px, 720, window, None, None, pitch=args.detector_pitch, cell=args.cell_aperture,
+                             orbit=args.orbit)
         for photons in args.photons:
             rng = np.random.default_rng(noise_seed(photons, bowtie, args.tcm, args.electronic))
             noisy = simulate(clean, px, 720, window, photons, rng, bowtie, args.tcm, args.electronic,
-                             args.detector_pitch, args.cell_aperture).astype(np.float32)
+                             args.detector_pitch, args.cell_aperture, args.orbit).astype(np.float32)
             noisy_q = quality(noisy, reference)
             for setting, kind, kw in settings:
                 f = ctd.nlm if kind == "nlm" else ctd.bilateral
                 old = recorded.get((args.phantom, window, bowtie, args.tcm, args.electronic, args.detector_pitch, args.cell_aperture,
-                                     photons, setting))
+                                     args.orbit, photons, setting))
                 best = (old["best_value"], *old["best"]) if old else None
                 auto, auto_q, best, within = judge(f, noisy, reference, kw, "cpu", noisy_q, best)
                 case = dict(phantom=args.phantom, window=window, bowtie=bowtie, tcm=args.tcm, electronic=args.electronic,
-                            detector_pitch=args.detector_pitch, cell_aperture=args.cell_aperture, photons=photons, setting=setting,
+                            detector_pitch=args.detector_pitch, cell_aperture=args.cell_aperture, orbit=args.orbit, photons=photons, setting=setting,
                             auto_value=auto["value"], auto=auto_q, best_value=best[0], best=best[1:], noisy=noisy_q,
                             within=within, noise_over_image=auto["noise_over_image"], scan_fit=auto["scan_fit"],
                             scan_source=auto["scan_source"])
                 cases.append(case)
-                print(f"{args.phantom} | fan {window} bowtie {bowtie}{f' pitch {args.detector_pitch:g}' if args.detector_pitch != 1 else ''}{' cell' if args.cell_aperture else ''}{' tcm' if args.tcm else ''}{f' electronic {args.electronic:g}' if args.electronic else ''} I0 {photons:.2g} | {setting}: auto {auto['value']:.1f} "
+                print(f"{args.phantom} | fan {window} bowtie {bowtie}{f' pitch {args.detector_pitch:g}' if args.detector_pitch != 1 else ''}{' cell' if args.cell_aperture else ''}{f' {args.orbit} orbit' if args.orbit != 'full' else ''}{' tcm' if args.tcm else ''}{f' electronic {args.electronic:g}' if args.electronic else ''} I0 {photons:.2g} | {setting}: auto {auto['value']:.1f} "
                       f"({auto_q[0]:.2f}/{auto_q[1]:.4f}) best {best[0]:.1f} ({best[1]:.2f}/{best[2]:.4f}) "
                       f"{'ok' if case['within'] else 'MISS'} | {auto['noise_over_image']}", flush=True)
     if args.json:

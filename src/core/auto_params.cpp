@@ -165,7 +165,7 @@ AutoChoice choose(const detail::ImageReads& image, const NoiseModel& given, doub
     probe = detail::scan_probe(scan_sample, noise, *map, window,
                                volume ? detail::flat_places(image) : std::vector<detail::LagArea>{}, 0x5EED);
     texture_distance = probe->texture_distance;
-    if (probe->texture_distance > kMostScanTextureDistance) {
+    if (probe->texture_distance > kMostScanTextureDistance && map->orbit.kind != detail::ScanMap::Orbit::Kind::ShortScan) {
       // Not an FBP filter's texture, but the rays explain the levels: they vary over the image.
       probe.reset();
       if (sample.nearly_one_level()) detail::measure_level(sample, noise, true);
@@ -179,7 +179,12 @@ AutoChoice choose(const detail::ImageReads& image, const NoiseModel& given, doub
   if (scan_like) {
     b = std::move(probe->noise);
     scale_to_image(b, sample, noise);
-    sample.noise_over_image = fmt::format("scan-like ({} filter{})", probe->window, std::isfinite(map->source) ? ", fan beam" : "");
+    using Kind = detail::ScanMap::Orbit::Kind;
+    const Kind orbit = map->orbit.kind;
+    sample.noise_over_image = fmt::format("scan-like ({} filter{}{})", probe->window, std::isfinite(map->source) ? ", fan beam" : "",
+                                          orbit == Kind::OffsetDetector ? ", offset detector"
+                                          : orbit == Kind::ShortScan    ? ", short scan"
+                                                                        : "");
   } else {
     const NoiseModel& shape = sample.texture ? *sample.texture : noise;
     const detail::WhiteNoise white = detail::white_noise_for(shape, sd, 0x5EED, drawn.get());

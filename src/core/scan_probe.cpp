@@ -45,12 +45,44 @@ constexpr int kFitFanViews = 90;   // views of a turn whose rays fit a fan beam'
 // than a parallel beam's a fan's fit must be to be taken.
 constexpr std::array<double, 6> kFanSources = {1.4, 1.75, 2.2, 2.75, 3.4, 4.3};
 constexpr double kLeastFanGain = 0.8;
+// A fan's orbit other than a full turn is taken where it leaves this share of the full turn's
+// residual or less (net of the levels' chance scatter).
+constexpr double kLeastOrbitGain = 0.85;
+// The offset detectors tried: the overlap's half-width as a share of the fan's half-width at the
+// centre (a CBCT's half-fan overlaps the centre by some 2-6 cm of a 20-25 cm field's radius), on
+// either side; and the short scans' first views, every 22.5 degrees.
+constexpr std::array<double, 3> kOverlapShares = {0.1, 0.2, 0.35};
+constexpr int kShortScanStarts = 16;
+// An offset detector is taken where its mirror image (the other side) leaves at least this share
+// of its gain over the full turn (scan_map).
+constexpr double kLeastOffsetHandedness = 0.5;
 constexpr int kFitViews = 90;      // views of the probes that refine the attenuation
 // The sample's probe is back-projected at up to 360 views, fewer where this many voxel-views are
 // reached first (at least 90: a 3D sample of a million voxels gets 200).
 constexpr i64 kProbeVoxelViews = 200'000'000;
 // The in-plane lags whose correlations choose the FBP window.
 constexpr std::array<std::array<int, 2>, 6> kWindowLags = {{{1, 0}, {0, 1}, {1, 1}, {1, -1}, {2, 0}, {0, 2}}};
+
+// The orbits tried for a fan beam: offset detectors (kOverlapShares, either side) and short scans
+// (kShortScanStarts first views).
+std::vector<ScanMap::Orbit> orbit_candidates(const ScanMap& map) {
+  using Kind = ScanMap::Orbit::Kind;
+  const double fan = fan_half_angle(map), half_width = map.source * std::tan(fan);
+  std::vector<ScanMap::Orbit> orbits;
+  for (double side : {1.0, -1.0})
+    for (double share : kOverlapShares) orbits.push_back({Kind::OffsetDetector, side, share * half_width, 0, 0});
+  for (int k = 0; k < kShortScanStarts; ++k) orbits.push_back({Kind::ShortScan, 1, 0, 2 * M_PI * k / kShortScanStarts, fan});
+  return orbits;
+}
+
+// `orbit`, fitted on `from`'s fan, for `to`'s: the same share of the fan's half-width, the same
+// first view.
+ScanMap::Orbit orbit_at_source(ScanMap::Orbit orbit, const ScanMap& from, const ScanMap& to) {
+  const double from_fan = fan_half_angle(from), to_fan = fan_half_angle(to);
+  orbit.overlap *= to.source * std::tan(to_fan) / (from.source * std::tan(from_fan));
+  if (orbit.kind == ScanMap::Orbit::Kind::ShortScan) orbit.fan = to_fan;
+  return orbit;
+}
 
 double quantile(std::vector<double> v, double q) { return kth_smallest(v, std::size_t(q * double(v.size() - 1))); }
 
@@ -264,7 +296,7 @@ std::optional<ScanMap> scan_map(const ImageReads& image, const Sample& s, const 
   using Rays = std::vector<std::vector<std::array<double, 2>>>;
   // The fits below run a few hundred short loops over the tiles: on one pool.
   cpu::ThreadPool pool(int(std::min<i64>(cpu::hardware_threads(), i64(used.size()))));
-  auto rays_for = [&](double D) {
+  auto rays_for = [&](double D, const ScanMap::Orbit& orbit = {}) {
     Rays rays(used.size());
     cpu::for_each_piece(pool, i64(used.size()), 1, [&](i64 index, i64, i64) {
       const Sample::Tile& t = *used[std::size_t(index)];
@@ -286,7 +318,9 @@ std::optional<ScanMap> scan_map(const ImageReads& image, const Sample& s, const 
             const double beta = 2 * M_PI * view / kFitFanViews, c = std::cos(beta), sn = std::sin(beta);
             const FanPoint f = fan_point(px, py, c, sn, D);
             const Line line = line_through(D * c, D * sn, px, py);
-            r.push_back({2 * std::log(f.cos_gamma) - 4 * std::log(f.U), relative_integral(p, coarse, line.view, line.offset)});
+            const double gain = redundancy_gain(orbit, beta, f.u, D);  // 0: a log weight of -inf, no variance
+            r.push_back({2 * std::log(f.cos_gamma) - 4 * std::log(f.U) + 2 * std::log(gain),
+                         relative_integral(p, coarse, line.view, line.offset)});
           }
         }
     });
@@ -341,6 +375,54 @@ std::optional<ScanMap> scan_map(const ImageReads& image, const Sample& s, const 
   if (fan_least < kLeastFanGain * r_best) {
     map.source = fan_source, k_best = fan_k, r_best = fan_least;
     rays = rays_for(fan_source);
+  }
+  // The orbit: a full turn, unless a fan's offset detector or short scan (orbit_candidates) at the
+  // best fan's source explains the levels clearly better than the beam taken (its residual under
+  // kLeastOrbitGain of that beam's, both net of the levels' chance scatter, which no orbit
+  // explains), with the sources tried again on that orbit. A short scan's noise is lopsided, and
+  // a full turn's fan need not fit it better than a parallel beam does. Each candidate's P is
+  // looked for near the full turn's (half octaves, an octave each way; the whole range for the
+  // one taken): the whole range for each doubled the map's time.
+  ScanMap fan_map = map;
+  fan_map.source = fan_source;
+  auto near_fit = [&](const Rays& r) {
+    double least = std::numeric_limits<double>::infinity();
+    for (double dk = -1; dk <= 1; dk += 0.5) least = std::min(least, residual(r, std::exp2(fan_k + dk)));
+    return least;
+  };
+  ScanMap::Orbit best_orbit;
+  double orbit_least = std::numeric_limits<double>::infinity();
+  std::array<double, 2> side_least = {orbit_least, orbit_least};  // the offset detectors' least, per side (+1, -1)
+  for (const ScanMap::Orbit& orbit : orbit_candidates(fan_map)) {
+    const double r = near_fit(rays_for(fan_source, orbit));
+    if (r < orbit_least) orbit_least = r, best_orbit = orbit;
+    if (orbit.kind == ScanMap::Orbit::Kind::OffsetDetector) {
+      double& least = side_least[orbit.side > 0 ? 0 : 1];
+      least = std::min(least, r);
+    }
+  }
+  // An offset detector is told by its side: noise stronger towards the edge on both sides alike
+  // is a bowtie's or the map's misfit, which the wrong side fits as well (full-turn fan-beam scans
+  // of the Shepp-Logan head with a bowtie: either side 0.6-0.7 x the full turn's residual).
+  // The other side must leave at least kLeastOffsetHandedness of the gain over the full turn.
+  const bool offset_told =
+      best_orbit.kind != ScanMap::Orbit::Kind::OffsetDetector ||
+      side_least[best_orbit.side > 0 ? 1 : 0] - orbit_least >= kLeastOffsetHandedness * (r_best - orbit_least);
+  // The best candidate at each fan's source, its P then fitted over the whole range.
+  if (offset_told) {
+    ScanMap::Orbit chosen = best_orbit;
+    double chosen_source = fan_source;
+    for (double D : map.fan_sources) {
+      ScanMap trial = map;
+      trial.source = D;
+      const ScanMap::Orbit orbit = orbit_at_source(best_orbit, fan_map, trial);
+      if (const double r = near_fit(rays_for(D, orbit)); r < orbit_least) orbit_least = r, chosen = orbit, chosen_source = D;
+    }
+    Rays orbit_rays = rays_for(chosen_source, chosen);
+    if (const auto [k, r] = fit_attenuation(orbit_rays); r - scatter < kLeastOrbitGain * (r_best - scatter)) {
+      map.source = chosen_source, map.orbit = chosen, k_best = k, r_best = r;
+      rays = std::move(orbit_rays);
+    }
   }
   map.attenuation = std::exp2(k_best);
   {
@@ -499,6 +581,7 @@ std::string choose_beam(ScanMap& map, const Sample& s, const NoiseModel& noise, 
     const auto key = std::make_pair(source, w);
     if (const auto found = scores.find(key); found != scores.end()) return found->second;
     trial.source = source;
+    trial.orbit = orbit_at_source(map.orbit, map, trial);
     std::vector<Volume> probes;
     std::vector<Channel> channels;
     for (std::size_t k = 0; k < kFbpWindows.size(); ++k) probes.emplace_back(s.image.dims());
@@ -527,6 +610,8 @@ std::string choose_beam(ScanMap& map, const Sample& s, const NoiseModel& noise, 
     while (at + 1 < sources.size() && score(sources[at + 1], w) < score(sources[at], w)) ++at;
     if (score(sources[at], w) < score(source, window)) window = w, source = sources[at];
   }
+  trial.source = source;
+  map.orbit = orbit_at_source(map.orbit, map, trial);
   map.source = source;
   return std::string(kFbpWindows[window]);
 }

@@ -35,6 +35,22 @@ struct ScanMap {
   double source = std::numeric_limits<double>::infinity();
   // The fans' sources tried (pixels from the centre, increasing).
   std::vector<double> fan_sources;
+  // A fan's orbit: how often each line is measured, and so how each ray is weighted in the
+  // reconstruction (scan::redundancy_gain). A full turn measures every line twice, each
+  // weighted 1/2. A detector offset to one side (a CBCT's half-fan for a wide field of view)
+  // measures the lines through the centre twice and the rest once, weighted 1 (Wang's
+  // weights, a smooth step across the overlap). A short scan (half a turn plus the fan's
+  // angle) measures a few lines twice (Parker's weights). Its noise is stronger where a line's
+  // weight is 1: towards the field's edge, or on the side of the arc's ends.
+  struct Orbit {
+    enum class Kind { Full, OffsetDetector, ShortScan };
+    Kind kind = Kind::Full;
+    double side = 1;     // offset detector: the side it reaches to (+1: detector coordinates u > 0)
+    double overlap = 0;  // offset detector: the half-width of the overlap about the centre, pixels
+    double start = 0;    // short scan: the first view's angle (radians)
+    double fan = 0;      // short scan: the fan's half-angle (the arc is pi + 2 fan)
+  };
+  Orbit orbit;
   // Per projected slice: its noise level relative to the map's (1 for all where one slice is
   // projected). A volume's slices need not share one dose: a helical scan's tube current follows
   // the body along z.

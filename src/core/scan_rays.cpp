@@ -82,6 +82,36 @@ FanPoint fan_point(double x, double y, double c, double s, double D) {
   return {along / D, across * D / along, along / std::hypot(along, across)};
 }
 
+double redundancy_gain(const ScanMap::Orbit& orbit, double beta, double u, double D) {
+  using Kind = ScanMap::Orbit::Kind;
+  if (orbit.kind == Kind::OffsetDetector) {
+    // Wang (2002): 0 to 1 across the overlap as sin^2; a line through it is measured at u and -u.
+    const double x = orbit.side * u / orbit.overlap;
+    if (x >= 1) return 2.0;
+    if (x <= -1) return 0.0;
+    const double w = std::sin(M_PI / 4 * (1 + x));
+    return 2 * w * w;
+  }
+  if (orbit.kind == Kind::ShortScan) {
+    // Parker (1982). The ray at u is measured again from beta + pi + 2 gamma at -gamma, gamma
+    // signed as below in this geometry (fan_point: the detector's u runs along (-sin, cos)).
+    const double gamma = std::clamp(-std::atan(u / D), -orbit.fan + 1e-9, orbit.fan - 1e-9);
+    const double b = std::remainder(beta - orbit.start - M_PI, 2 * M_PI) + M_PI;  // in [0, 2 pi)
+    const double fan = orbit.fan;
+    if (b > M_PI + 2 * fan) return 0.0;
+    double w = 1;
+    if (b < 2 * (fan - gamma)) w = std::sin(M_PI / 4 * b / (fan - gamma));
+    else if (b > M_PI - 2 * gamma) w = std::sin(M_PI / 4 * (M_PI + 2 * fan - b) / (fan + gamma));
+    return 2 * w * w;
+  }
+  return 1.0;
+}
+
+double fan_half_angle(const ScanMap& map) {
+  const double R = std::hypot(double(map.nx), double(map.ny)) / 2;
+  return std::asin(std::min(1.0, R / map.source));
+}
+
 std::vector<double> z_taps(const NoiseModel& noise) {
   const int rz = noise.radius_z;
   if (rz == 0) return {1.0};
@@ -154,7 +184,7 @@ void back_project(const ScanMap& map, const Coarse& coarse, const std::vector<Ch
     const i64 iz = box.iz + item.z;
     const std::vector<double>& p = map.integrals[box.slice];
     const std::size_t area = std::size_t(box.n.nx * (item.y1 - item.y0));
-    std::vector<double> acc(n_pools * area, 0.0), integral;
+    std::vector<double> acc(n_pools * area, 0.0), integral, gains;
     std::vector<std::vector<double>> rows(n_pools), steps(n_pools);
     std::vector<const double*> row_of(n_pools), step_of(n_pools);
     std::vector<double*> acc_of(n_pools);
@@ -170,8 +200,14 @@ void back_project(const ScanMap& map, const Coarse& coarse, const std::vector<Ch
           lo = std::min(lo, t), hi = std::max(hi, t);
         }
       const i64 t0 = std::max<i64>(0, i64(std::floor(lo))), t1 = std::min<i64>(nd - 1, i64(std::floor(hi)) + 1);
-      // Each ray's p (its factor in a channel, below: exp(P p / 2), fan beam: times cos(gamma)).
+      // Each ray's p (its factor in a channel, below: exp(P p / 2), fan beam: times cos(gamma)
+      // and its orbit's redundancy gain).
       integral.resize(std::size_t(t1 - t0 + 1));
+      gains.assign(std::size_t(t1 - t0 + 1), 1.0);
+      if (fan && map.orbit.kind != ScanMap::Orbit::Kind::Full) {
+        for (i64 t = t0; t <= t1; ++t) gains[std::size_t(t - t0)] = redundancy_gain(map.orbit, theta, double(t) - cd, D);
+        if (std::all_of(gains.begin(), gains.end(), [](double g) { return g == 0; })) continue;  // off a short scan's arc
+      }
       if (fan) {
         for (i64 t = t0; t <= t1; ++t) {  // the ray from the source through detector coordinate u
           const double u = double(t) - cd;
@@ -197,7 +233,7 @@ void back_project(const ScanMap& map, const Coarse& coarse, const std::vector<Ch
         }
         for (i64 t = t0; t <= t1; ++t) {
           const double u = double(t) - cd, e = std::exp(0.5 * P * integral[std::size_t(t - t0)]);
-          row[std::size_t(t - t0)] *= fan ? D / std::hypot(D, u) * e : e;
+          row[std::size_t(t - t0)] *= fan ? D / std::hypot(D, u) * e * gains[std::size_t(t - t0)] : e;
         }
         std::vector<double>& step = steps[q];
         step.resize(row.size());

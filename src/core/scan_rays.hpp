@@ -58,6 +58,14 @@ struct FanPoint {
 };
 FanPoint fan_point(double x, double y, double c, double s, double D);
 
+// A fan's ray's weight for the lines measured more than once, relative to a full turn's 1/2
+// (so 1 on a full turn, 0 off the detector or the arc): the ray from the source at angle beta
+// through detector coordinate u (pixels at the centre), the source at distance D.
+double redundancy_gain(const ScanMap::Orbit& orbit, double beta, double u, double D);
+
+// The half-angle of the map's fan that covers the slice (the circle through its corners).
+double fan_half_angle(const ScanMap& map);
+
 // A box of voxels of `out` (first voxel (x0, y0, z0), size n) whose voxel (x0, y0, z0) is the
 // image's (ix, iy, iz), taking the rays of the map's slice `slice`.
 struct Box {
