@@ -1,5 +1,6 @@
 // Noise made as a CT scanner makes it, for the risk estimate of the automatic parameters
-// (src/core/scan_probe.cpp; docs/parameters.md, "Scan-like noise").
+// (src/core/scan_map.cpp: the map; src/core/scan_probe.cpp: the probe; docs/parameters.md,
+// "Scan-like noise").
 //
 // A reconstruction's noise comes from its rays: each ray's measured attenuation p carries noise of
 // variance about exp(p) / dose (Poisson counts after the log), and filtered back-projection

@@ -112,6 +112,29 @@ double fan_half_angle(const ScanMap& map) {
   return std::asin(std::min(1.0, R / map.source));
 }
 
+ScanMap::Orbit orbit_at_source(ScanMap::Orbit orbit, const ScanMap& from, const ScanMap& to) {
+  const double from_fan = fan_half_angle(from), to_fan = fan_half_angle(to);
+  orbit.overlap *= to.source * std::tan(to_fan) / (from.source * std::tan(from_fan));
+  if (orbit.kind == ScanMap::Orbit::Kind::ShortScan) orbit.fan = to_fan;
+  return orbit;
+}
+
+std::vector<double> slice_means(const std::vector<double>& v, const std::vector<std::size_t>& slice_of, std::size_t slices) {
+  std::vector<double> sum(slices, 0.0), n(slices, 0.0);
+  for (std::size_t t = 0; t < v.size(); ++t)
+    if (std::isfinite(v[t])) sum[slice_of[t]] += v[t], n[slice_of[t]] += 1;
+  for (std::size_t k = 0; k < slices; ++k) sum[k] = n[k] > 0 ? sum[k] / n[k] : 0.0;
+  return sum;
+}
+
+std::vector<double> within_slices(std::vector<double> v, const std::vector<std::size_t>& slice_of, std::size_t slices) {
+  if (slices > 1) {
+    const std::vector<double> means = slice_means(v, slice_of, slices);
+    for (std::size_t t = 0; t < v.size(); ++t) v[t] -= means[slice_of[t]];
+  }
+  return v;
+}
+
 std::vector<double> z_taps(const NoiseModel& noise) {
   const int rz = noise.radius_z;
   if (rz == 0) return {1.0};

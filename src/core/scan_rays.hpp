@@ -1,7 +1,7 @@
 // Rays of a scan, and noise made along them, for the scan-like probe (src/core/scan_rays.cpp):
 // the map's coarse parallel projection, a fan beam's geometry (Kak & Slaney's fan-beam FBP on a
 // virtual detector through the centre), rows of FBP-filtered unit noise, and their
-// back-projection at a sample's voxels. Used by src/core/scan_probe.cpp.
+// back-projection at a sample's voxels. Used by src/core/scan_map.cpp and src/core/scan_probe.cpp.
 #pragma once
 
 #include "core/auto_sample.hpp"
@@ -66,6 +66,10 @@ double redundancy_gain(const ScanMap::Orbit& orbit, double beta, double u, doubl
 // The half-angle of the map's fan that covers the slice (the circle through its corners).
 double fan_half_angle(const ScanMap& map);
 
+// `orbit`, fitted on `from`'s fan, for `to`'s: the same share of the fan's half-width, the same
+// first view.
+ScanMap::Orbit orbit_at_source(ScanMap::Orbit orbit, const ScanMap& from, const ScanMap& to);
+
 // A box of voxels of `out` (first voxel (x0, y0, z0), size n) whose voxel (x0, y0, z0) is the
 // image's (ix, iy, iz), taking the rays of the map's slice `slice`.
 struct Box {
@@ -77,6 +81,14 @@ struct Box {
 
 // The sample's blocks, each with the rays of its slice of the map.
 std::vector<Box> sample_boxes(const Sample& s, const ScanMap& map);
+
+// Per projected slice, the mean of the finite values of v whose tiles take its rays (slice_of),
+// 0 where none.
+std::vector<double> slice_means(const std::vector<double>& v, const std::vector<std::size_t>& slice_of, std::size_t slices);
+
+// v less its slice's mean where several slices are projected: each may have a dose of its own
+// (a helical scan's tube current follows the body along z).
+std::vector<double> within_slices(std::vector<double> v, const std::vector<std::size_t>& slice_of, std::size_t slices);
 
 // The z taps that correlate the rays' noise across slices as the model's noise is (the root of
 // its spectrum along z; {1} without lags along z).

@@ -1,6 +1,6 @@
 // What a tile of the automatic parameters' sample reads of its noise: its flat part, the
 // pseudo-residual sigma there and that sigma's chance scatter, and its second differences
-// (src/core/tile_reads.cpp; used by sample_levels.cpp, auto_sample.cpp, scan_probe.cpp and auto_params.cpp).
+// (src/core/tile_reads.cpp; used by sample_levels.cpp, auto_sample.cpp, scan_map.cpp, scan_probe.cpp and auto_params.cpp).
 #pragma once
 
 #include <ctdenoise/noise.hpp>
