@@ -17,7 +17,7 @@ its own noise, about 5 HU there, stays in the reference), at 4 x 10^5 and 10^5 p
 or the abdomen phantom of scripts/phantom_check.py at 10^5 and 2.5 x 10^4. NLM search 3 patch 1 and the bilateral filter at sigma_s 1 voxel, on
 the CPU, each judged against the best of a sweep; about 30 minutes on 2 cores.
 
-    scripts/setup.sh && python3 bench/cone_beam_check.py [--object "abdomen phantom"] [--json FILE]
+    scripts/setup.sh && python3 bench/cone_beam_check.py [--object "abdomen phantom"] [--offset-detector] [--json FILE]
 """
 import argparse, pathlib, sys
 
@@ -71,12 +71,16 @@ def project(mu, g):
 
 
 def fdk(p, g, window="ramp"):
-    """Feldkamp-Davis-Kress reconstruction of a full circular scan on the flat virtual detector."""
-    from fan_beam_check import ramp_kernel
+    """Feldkamp-Davis-Kress reconstruction of a circular scan on the flat virtual detector: a full
+    turn, or with g["overlap"] set, an offset detector reaching the centre's other side by that
+    much (mm), each ray weighted by Wang's weights (fan_beam_check.redundancy_weights)."""
+    from fan_beam_check import ramp_kernel, redundancy_weights
     nz, n, _ = g["shape"]
     px, dz, D, u, v = g["px"], g["dz"], g["D"], g["u"], g["v"]
     nb = len(u)
-    weighted = p * (D / np.sqrt(D * D + u[None, :] ** 2 + v[:, None] ** 2))[None]
+    orbit = "offset" if g.get("overlap") else "full"
+    redundancy = 2 * redundancy_weights(dict(u=u, D=D, beta=g["beta"], orbit=orbit, overlap=g.get("overlap")))
+    weighted = p * (D / np.sqrt(D * D + u[None, :] ** 2 + v[:, None] ** 2))[None] * redundancy[:, None, :]
     h = ramp_kernel(nb, px, window)
     q = np.apply_along_axis(lambda row: np.convolve(row, h)[nb - 1:2 * nb - 1], -1, weighted) * px
     c0, cz = (n - 1) / 2, (nz - 1) / 2
@@ -127,6 +131,9 @@ def main():
     parser.add_argument("--object", default="Siemens series", choices=["Siemens series", "abdomen phantom", "CThead"])
     parser.add_argument("--data", default=str(root.parent / "shared" / "data"), help="the real scans (../shared/data)")
     parser.add_argument("--json", help="write every case here")
+    parser.add_argument("--offset-detector", action="store_true",
+                        help="a CBCT's offset detector (a half-fan): it reaches the centre's other side by 15 %% of its "
+                             "half-width, the rays weighted by Wang's weights")
     args = parser.parse_args()
     from check_cases import cthead_slices, finish, judge_3d_settings, real_scan
     from phantom_check import abdomen
@@ -148,6 +155,8 @@ def main():
         photons = (1e5, 2.5e4)
     cases = []
     g, p = scanner(clean, spacing, source)
+    if args.offset_detector:  # the detector's bins on the other side stay, unmeasured (weight 0), for the filter's tails
+        g["overlap"] = 0.15 * np.abs(g["u"]).max()
     for blur in (0.0, 0.6):
         sinograms = {i0: measured(g, p, i0, np.random.default_rng(31 + int(i0 or 0) + int(10 * blur)), blur)
                      for i0 in (None,) + photons}
@@ -155,7 +164,7 @@ def main():
             reference = hu(fdk(sinograms[None], g, window))
             for i0 in photons:
                 noisy = hu(fdk(sinograms[i0], g, window)).astype(np.float32)
-                label = f"cone {window}{' panel blur 0.6' if blur else ''} bowtie 2 I0 {i0:.2g}"
+                label = f"cone {window}{' offset detector' if args.offset_detector else ''}{' panel blur 0.6' if blur else ''} bowtie 2 I0 {i0:.2g}"
                 judge_3d_settings(cases, noisy, reference, label, object=args.object,
                                   noise_sd=float(np.std(noisy - reference)))
     finish(cases, args.json)
