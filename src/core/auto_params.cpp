@@ -165,7 +165,7 @@ AutoChoice choose(const detail::ImageReads& image, const NoiseModel& given, doub
     probe = detail::scan_probe(scan_sample, noise, *map, window,
                                volume ? detail::flat_places(image) : std::vector<detail::LagArea>{}, 0x5EED);
     texture_distance = probe->texture_distance;
-    if (probe->texture_distance > kMostScanTextureDistance && map->orbit.kind != detail::ScanMap::Orbit::Kind::ShortScan) {
+    if (probe->texture_distance > kMostScanTextureDistance) {
       // Not an FBP filter's texture, but the rays explain the levels: they vary over the image.
       probe.reset();
       if (sample.nearly_one_level()) detail::measure_level(sample, noise, true);
