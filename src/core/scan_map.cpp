@@ -57,11 +57,11 @@ constexpr int kShortScanStarts = 16;
 // of its gain over the full turn (scan_map).
 constexpr double kLeastOffsetHandedness = 0.5;
 
-// The orbits tried for a fan beam: offset detectors (kOverlapShares, either side) and short scans
-// (kShortScanStarts first views).
-std::vector<ScanMap::Orbit> orbit_candidates(const ScanMap& map) {
+// The orbits tried for the map's fan from a source at distance D: offset detectors
+// (kOverlapShares, either side) and short scans (kShortScanStarts first views).
+std::vector<ScanMap::Orbit> orbit_candidates(const ScanMap& map, double D) {
   using Kind = ScanMap::Orbit::Kind;
-  const double fan = fan_half_angle(map), half_width = map.source * std::tan(fan);
+  const double fan = fan_half_angle(map, D), half_width = D * std::tan(fan);
   std::vector<ScanMap::Orbit> orbits;
   for (double side : {1.0, -1.0})
     for (double share : kOverlapShares) orbits.push_back({Kind::OffsetDetector, side, share * half_width, 0, 0});
@@ -338,8 +338,6 @@ std::optional<ScanMap> scan_map(const ImageReads& image, const Sample& s, const 
   // a full turn's fan need not fit it better than a parallel beam does. Each candidate's P is
   // looked for near the full turn's (half octaves, an octave each way; the whole range for the
   // one taken): the whole range for each doubled the map's time.
-  ScanMap fan_map = map;
-  fan_map.source = fan_source;
   auto near_fit = [&](const Rays& r) {
     double least = std::numeric_limits<double>::infinity();
     for (double dk = -1; dk <= 1; dk += 0.5) least = std::min(least, residual(r, std::exp2(fan_k + dk)));
@@ -348,7 +346,7 @@ std::optional<ScanMap> scan_map(const ImageReads& image, const Sample& s, const 
   ScanMap::Orbit best_orbit;
   double orbit_least = std::numeric_limits<double>::infinity();
   std::array<double, 2> side_least = {orbit_least, orbit_least};  // the offset detectors' least, per side (+1, -1)
-  for (const ScanMap::Orbit& orbit : orbit_candidates(fan_map)) {
+  for (const ScanMap::Orbit& orbit : orbit_candidates(map, fan_source)) {
     const double r = near_fit(rays_for(fan_source, orbit));
     if (r < orbit_least) orbit_least = r, best_orbit = orbit;
     if (orbit.kind == ScanMap::Orbit::Kind::OffsetDetector) {
@@ -368,9 +366,7 @@ std::optional<ScanMap> scan_map(const ImageReads& image, const Sample& s, const 
     ScanMap::Orbit chosen = best_orbit;
     double chosen_source = fan_source;
     for (double D : map.fan_sources) {
-      ScanMap trial = map;
-      trial.source = D;
-      const ScanMap::Orbit orbit = orbit_at_source(best_orbit, fan_map, trial);
+      const ScanMap::Orbit orbit = orbit_at_source(best_orbit, map, fan_source, D);
       if (const double r = near_fit(rays_for(D, orbit)); r < orbit_least) orbit_least = r, chosen = orbit, chosen_source = D;
     }
     Rays orbit_rays = rays_for(chosen_source, chosen);

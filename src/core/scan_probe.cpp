@@ -169,7 +169,7 @@ std::string choose_beam(ScanMap& map, const Sample& s, const NoiseModel& noise, 
     const auto key = std::make_pair(source, w);
     if (const auto found = scores.find(key); found != scores.end()) return found->second;
     trial.source = source;
-    trial.orbit = orbit_at_source(map.orbit, map, trial);
+    trial.orbit = orbit_at_source(map.orbit, map, map.source, source);
     std::vector<Volume> probes;
     std::vector<Channel> channels;
     for (std::size_t k = 0; k < kFbpWindows.size(); ++k) probes.emplace_back(s.image.dims());
@@ -198,8 +198,7 @@ std::string choose_beam(ScanMap& map, const Sample& s, const NoiseModel& noise, 
     while (at + 1 < sources.size() && score(sources[at + 1], w) < score(sources[at], w)) ++at;
     if (score(sources[at], w) < score(source, window)) window = w, source = sources[at];
   }
-  trial.source = source;
-  map.orbit = orbit_at_source(map.orbit, map, trial);
+  map.orbit = orbit_at_source(map.orbit, map, map.source, source);
   map.source = source;
   return std::string(kFbpWindows[window]);
 }

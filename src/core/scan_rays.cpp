@@ -107,14 +107,14 @@ double redundancy_gain(const ScanMap::Orbit& orbit, double beta, double u, doubl
   return 1.0;
 }
 
-double fan_half_angle(const ScanMap& map) {
+double fan_half_angle(const ScanMap& map, double D) {
   const double R = std::hypot(double(map.nx), double(map.ny)) / 2;
-  return std::asin(std::min(1.0, R / map.source));
+  return std::asin(std::min(1.0, R / D));
 }
 
-ScanMap::Orbit orbit_at_source(ScanMap::Orbit orbit, const ScanMap& from, const ScanMap& to) {
-  const double from_fan = fan_half_angle(from), to_fan = fan_half_angle(to);
-  orbit.overlap *= to.source * std::tan(to_fan) / (from.source * std::tan(from_fan));
+ScanMap::Orbit orbit_at_source(ScanMap::Orbit orbit, const ScanMap& map, double from, double to) {
+  const double from_fan = fan_half_angle(map, from), to_fan = fan_half_angle(map, to);
+  orbit.overlap *= to * std::tan(to_fan) / (from * std::tan(from_fan));
   if (orbit.kind == ScanMap::Orbit::Kind::ShortScan) orbit.fan = to_fan;
   return orbit;
 }

@@ -63,12 +63,13 @@ FanPoint fan_point(double x, double y, double c, double s, double D);
 // through detector coordinate u (pixels at the centre), the source at distance D.
 double redundancy_gain(const ScanMap::Orbit& orbit, double beta, double u, double D);
 
-// The half-angle of the map's fan that covers the slice (the circle through its corners).
-double fan_half_angle(const ScanMap& map);
+// The half-angle of a fan from a source at distance D (pixels) that covers the map's slice (the
+// circle through its corners).
+double fan_half_angle(const ScanMap& map, double D);
 
-// `orbit`, fitted on `from`'s fan, for `to`'s: the same share of the fan's half-width, the same
-// first view.
-ScanMap::Orbit orbit_at_source(ScanMap::Orbit orbit, const ScanMap& from, const ScanMap& to);
+// `orbit`, fitted on the map's fan from a source at distance `from`, for one from `to`: the same
+// share of the fan's half-width, the same first view.
+ScanMap::Orbit orbit_at_source(ScanMap::Orbit orbit, const ScanMap& map, double from, double to);
 
 // A box of voxels of `out` (first voxel (x0, y0, z0), size n) whose voxel (x0, y0, z0) is the
 // image's (ix, iy, iz), taking the rays of the map's slice `slice`.
