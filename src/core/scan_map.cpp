@@ -370,8 +370,12 @@ std::optional<ScanMap> scan_map(const ImageReads& image, const Sample& s, const 
   const bool offset_told =
       best_orbit.kind != ScanMap::Orbit::Kind::OffsetDetector ||
       side_least[best_orbit.side > 0 ? 1 : 0] - orbit_least >= kLeastOffsetHandedness * (r_best - orbit_least);
+  // The share of the levels' spread, net of their chance scatter, that a residual r leaves explained.
+  auto fit_of = [&](double r) { return total > scatter ? std::max(0.0, 1 - std::max(0.0, r - scatter) / (total - scatter)) : 0.0; };
+  const bool lopsided_enough =
+      best_orbit.kind != ScanMap::Orbit::Kind::ShortScan || fit_of(r_best) < kMostFullTurnFitForShortScan;
   // The best candidate at each fan's source, its P then fitted over the whole range.
-  if (offset_told) {
+  if (offset_told && lopsided_enough) {
     ScanMap::Orbit chosen = best_orbit;
     double chosen_source = fan_source;
     for (double D : map.fan_sources) {
@@ -379,9 +383,7 @@ std::optional<ScanMap> scan_map(const ImageReads& image, const Sample& s, const 
       if (const double r = near_fit(rays_for(D, orbit)); r < orbit_least) orbit_least = r, chosen = orbit, chosen_source = D;
     }
     Rays orbit_rays = rays_for(chosen_source, chosen);
-    const double full_turn_fit = total > scatter ? 1 - std::max(0.0, r_best - scatter) / (total - scatter) : 0.0;
-    const bool lopsided_enough = chosen.kind != ScanMap::Orbit::Kind::ShortScan || full_turn_fit < kMostFullTurnFitForShortScan;
-    if (const auto [k, r] = fit_attenuation(orbit_rays); lopsided_enough && r - scatter < kLeastOrbitGain * (r_best - scatter)) {
+    if (const auto [k, r] = fit_attenuation(orbit_rays); r - scatter < kLeastOrbitGain * (r_best - scatter)) {
       map.source = chosen_source, map.orbit = chosen, k_best = k, r_best = r;
       rays = std::move(orbit_rays);
     }
@@ -393,7 +395,7 @@ std::optional<ScanMap> scan_map(const ImageReads& image, const Sample& s, const 
     if (slice_count > 1)
       for (std::size_t k = 0; k < slice_count; ++k) map.slice_gains[k] = std::exp(means[k] - means[slice_count / 2]);
   }
-  map.fit = total > scatter ? std::max(0.0, 1 - std::max(0.0, r_best - scatter) / (total - scatter)) : 0.0;
+  map.fit = fit_of(r_best);
   // Beyond each tile's own intensity (signal-dependent noise varies with the rays too: the body
   // is noisier than the air): the share of what a straight line in the log of the tiles'
   // attenuation (relative to the body's, at least 0.1 of it) leaves that the map explains, at
