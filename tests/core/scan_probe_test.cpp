@@ -129,11 +129,8 @@ ctd::Volume fan_scan(const ctd::Volume& clean, double photons, std::uint64_t see
   const double fan = std::atan(double(half) / D);  // the fan's half-angle
   for (int a = 0; a < views; ++a) {
     const double beta = 2 * M_PI * a / views, c = std::cos(beta), s = std::sin(beta);
+    if (orbit == Orbit::ShortScan && beta > M_PI + 2 * fan) continue;  // not measured: its row of q stays 0
     std::vector<double> g(static_cast<std::size_t>(bins));
-    if (orbit == Orbit::ShortScan && beta > M_PI + 2 * fan) {
-      std::fill(g.begin(), g.end(), 0.0);  // not measured: the filtered row below is 0
-      continue;
-    }
     for (i64 k = 0; k < bins; ++k) {
       const double u = double(k - half);
       const double sx = D * c, sy = D * s, px = -u * s, py = u * c;  // source and detector point
