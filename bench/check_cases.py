@@ -15,15 +15,18 @@ def record(cases, label, auto, auto_q, best, within, **fields):
           f"{auto['noise_over_image']}", flush=True)
 
 
-def judge_3d_settings(cases, noisy, reference, scan, **fields):
+def judge_3d_settings(cases, noisy, reference, scan, recorded=None, **fields):
     """Judges NLM search 3 patch 1 and the bilateral filter at sigma_s 1 voxel (scripts/phantom_check.py's
-    SETTINGS_3D) on the CPU, on `noisy` against `reference`, and records each case under `scan`."""
+    SETTINGS_3D) on the CPU, on `noisy` against `reference`, and records each case under `scan`;
+    against the best of a recorded sweep where `recorded` ({(scan, setting): case}) holds the case."""
     import ctdenoise as ctd
     from phantom_check import SETTINGS_3D, judge, quality
     noisy_q = quality(noisy, reference)
     for setting, kind, kw in SETTINGS_3D:
         f = ctd.nlm if kind == "nlm" else ctd.bilateral
-        auto, auto_q, best, within = judge(f, noisy, reference, kw, "cpu", noisy_q)
+        old = (recorded or {}).get((scan, setting))
+        best = (old["best_value"], *old["best"]) if old else None
+        auto, auto_q, best, within = judge(f, noisy, reference, kw, "cpu", noisy_q, best)
         record(cases, f"{scan} | {setting}", auto, auto_q, best, within, scan=scan, setting=setting, noisy=noisy_q,
                **fields)
 

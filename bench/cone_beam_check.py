@@ -18,6 +18,13 @@ or the abdomen phantom of scripts/phantom_check.py at 10^5 and 2.5 x 10^4. NLM s
 the CPU, each judged against the best of a sweep; about 30 minutes on 2 cores.
 
     scripts/setup.sh && python3 bench/cone_beam_check.py [--object "abdomen phantom"] [--offset-detector] [--json FILE]
+
+A wider cone and a taller volume (a CBCT's: the abdomen phantom in 48 slices of 160 x 160 at 2.16 mm, the
+source 500 mm from the centre, about 5.5 degrees each way), at doses of its own, judged against the sweeps
+of an earlier run instead of sweeping again:
+
+    python3 bench/cone_beam_check.py --object "abdomen phantom" --slices 48 --pixels 160 --source-mm 500 \
+        --photons 6e3 1.5e3 [--windows ramp] [--no-blur] [--sweeps FILE]
 """
 import argparse, pathlib, sys
 
@@ -134,8 +141,19 @@ def main():
     parser.add_argument("--offset-detector", action="store_true",
                         help="a CBCT's offset detector (a half-fan): it reaches the centre's other side by 15 %% of its "
                              "half-width, the rays weighted by Wang's weights")
+    parser.add_argument("--slices", type=int, default=20,
+                        help="the abdomen phantom's slices (2 mm apart; its in-plane pixels follow --pixels)")
+    parser.add_argument("--pixels", type=int, default=256, help="the abdomen phantom's side in pixels (the body's size stays)")
+    parser.add_argument("--source-mm", type=float,
+                        help="the source's distance from the centre (1000 mm; 600 for CThead): a wider cone when nearer")
+    parser.add_argument("--photons", type=float, nargs=2, help="the two doses, photons per cell (the object's own otherwise)")
+    parser.add_argument("--windows", nargs="+", default=["ramp", "hann"], choices=["ramp", "hann"], help="the FBP windows")
+    parser.add_argument("--sweeps", metavar="FILE",
+                        help="judge against the best of the sweeps recorded in FILE (a --json run, or an object of them by "
+                             "object) instead of sweeping again, where it holds the case")
+    parser.add_argument("--no-blur", action="store_true", help="leave out the scans with a flat panel's blur")
     args = parser.parse_args()
-    from check_cases import cthead_slices, finish, judge_3d_settings, real_scan
+    from check_cases import cthead_slices, finish, judge_3d_settings, real_scan, recorded_cases
     from phantom_check import abdomen
     source = SOURCE_MM
     if args.object == "Siemens series":
@@ -150,22 +168,27 @@ def main():
         photons = (2e5, 5e4)
         source = 600.0  # a head scanner's C-arm or CBCT: a wider cone (3.8 degrees each way)
     else:
-        clean = abdomen((20, 256, 256), 4)
-        spacing = (2.0, 0.9 * 384 / 256, 0.9 * 384 / 256)
+        clean = abdomen((args.slices, args.pixels, args.pixels), 4)
+        spacing = (2.0, 0.9 * 384 / args.pixels, 0.9 * 384 / args.pixels)
         photons = (1e5, 2.5e4)
+    recorded = recorded_cases(args.sweeps, lambda c: (c["scan"], c["setting"]), args.object.lower().replace(" ", "_"))
+    if args.source_mm:
+        source = args.source_mm
+    if args.photons:
+        photons = tuple(args.photons)
     cases = []
     g, p = scanner(clean, spacing, source)
     if args.offset_detector:  # the detector's bins on the other side stay, unmeasured (weight 0), for the filter's tails
         g["overlap"] = 0.15 * np.abs(g["u"]).max()
-    for blur in (0.0, 0.6):
+    for blur in (0.0,) if args.no_blur else (0.0, 0.6):
         sinograms = {i0: measured(g, p, i0, np.random.default_rng(31 + int(i0 or 0) + int(10 * blur)), blur)
                      for i0 in (None,) + photons}
-        for window in ("ramp", "hann"):
+        for window in args.windows:
             reference = hu(fdk(sinograms[None], g, window))
             for i0 in photons:
                 noisy = hu(fdk(sinograms[i0], g, window)).astype(np.float32)
                 label = f"cone {window}{' offset detector' if args.offset_detector else ''}{' panel blur 0.6' if blur else ''} bowtie 2 I0 {i0:.2g}"
-                judge_3d_settings(cases, noisy, reference, label, object=args.object,
+                judge_3d_settings(cases, noisy, reference, label, recorded, object=args.object,
                                   noise_sd=float(np.std(noisy - reference)))
     finish(cases, args.json)
 
