@@ -179,6 +179,22 @@ inline double parabola_least(double x0, double y0, double x1, double y1, double 
   return a > 0 ? std::clamp(-b / (2 * a), x0, x2) : x1;
 }
 
+// How much smaller `after` is than `before`, entry by entry: the mean of before[i] - after[i] over
+// the entries finite in both, in units of its standard error (paired differences). 0 where fewer
+// than two entries are paired; +-infinity where they all differ alike.
+inline double paired_gain_in_standard_errors(const std::vector<double>& before, const std::vector<double>& after) {
+  double sum = 0, sum2 = 0, n = 0;
+  for (std::size_t i = 0; i < std::min(before.size(), after.size()); ++i)
+    if (std::isfinite(before[i]) && std::isfinite(after[i])) {
+      const double d = before[i] - after[i];
+      sum += d, sum2 += d * d, n += 1;
+    }
+  if (n < 2) return 0;
+  const double mean = sum / n, variance = std::max(0.0, sum2 / n - mean * mean) * n / (n - 1);
+  if (variance == 0) return mean == 0 ? 0 : std::copysign(std::numeric_limits<double>::infinity(), mean);
+  return mean / std::sqrt(variance / n);
+}
+
 // 1.4826 x MAD, then refined as the standard deviation of the residuals within 3 sigma of the
 // median (corrected for that truncation): the MAD alone drifts up when edges add outliers.
 inline double robust_sigma(std::vector<double> values) {

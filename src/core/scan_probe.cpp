@@ -24,6 +24,9 @@ using namespace scan;
 
 constexpr int kWindowViews = 180;  // views of the whole slice whose model is compared with the image's
 constexpr int kFitViews = 90;      // views of the probes that refine the attenuation
+// The least paired gain, in standard errors, of the tiles' texture scores for a step of choose_beam's
+// walk from the fitted fan source (docs/parameters.md, "Scan-like noise", step 4).
+constexpr double kLeastSourceStep = 1.0;
 // The sample's probe is back-projected at up to 360 views, fewer where this many voxel-views are
 // reached first (at least 90: a 3D sample of a million voxels gets 200).
 constexpr i64 kProbeVoxelViews = 200'000'000;
@@ -162,8 +165,9 @@ std::string choose_beam(ScanMap& map, const Sample& s, const NoiseModel& noise, 
   const i64 pool_length = detector_bins(trial) + kPoolSlack;
   const std::vector<std::vector<float>> pools = window_pools(pool_length, [&](std::size_t w) { return seed + 7 + w; });
   // The mean squared difference of the tiles' textures, probe less image (each at most 0.5^2:
-  // a tile whose flat part still holds anatomy should not decide).
+  // a tile whose flat part still holds anatomy should not decide), and each tile's (NaN unread).
   std::map<std::pair<double, std::size_t>, double> scores;
+  std::map<std::pair<double, std::size_t>, std::vector<double>> tile_scores;
   // Every window's probe at a source in one pass (each as alone), when the first is asked for.
   auto score = [&](double source, std::size_t w) {
     const auto key = std::make_pair(source, w);
@@ -177,16 +181,26 @@ std::string choose_beam(ScanMap& map, const Sample& s, const NoiseModel& noise, 
     back_project(trial, coarse, channels, pool_length, {1.0}, kFitViews, seed + 6, middle.boxes);
     for (std::size_t k = 0; k < kFbpWindows.size(); ++k) {
       const std::vector<double> textures = tile_textures(probes[k], s, middle, padding);
+      std::vector<double>& each = tile_scores[std::make_pair(source, k)];
+      each.assign(textures.size(), std::numeric_limits<double>::quiet_NaN());
       double sum = 0, n = 0;
       for (std::size_t t = 0; t < textures.size(); ++t)
-        if (std::isfinite(textures[t]) && std::isfinite(image[t])) sum += std::min(0.25, std::pow(textures[t] - image[t], 2)), n += 1;
+        if (std::isfinite(textures[t]) && std::isfinite(image[t])) sum += each[t] = std::min(0.25, std::pow(textures[t] - image[t], 2)), n += 1;
       scores[std::make_pair(source, k)] = n > 0 ? sum / n : std::numeric_limits<double>::infinity();
     }
     return scores.at(key);
   };
   // Each window with the source walked from the fitted one while its score falls (a sharper
   // window and a farther source read alike in the median, so the two are chosen together: one
-  // after the other stopped at Shepp-Logan's window and the fitted source on a ramp scan).
+  // after the other stopped at Shepp-Logan's window and the fitted source on a ramp scan). A step
+  // is taken only where the tiles come nearer by kLeastSourceStep standard errors of their paired
+  // differences: a volume's middle slice holds 13-16 tiles, and chance walked a wide cone's
+  // source from the fitted 198 px to 158 px (true 231.5; NLM 2.3 dB under-smoothed), a step of
+  // 0.15 standard errors, where the right steps of fan-beam slices are 3.5-4.
+  auto nearer = [&](double to, double from, std::size_t w) {
+    score(to, w), score(from, w);
+    return paired_gain_in_standard_errors(tile_scores.at({from, w}), tile_scores.at({to, w})) >= kLeastSourceStep;
+  };
   std::sort(sources.begin(), sources.end());
   const std::size_t fitted = std::size_t(std::find(sources.begin(), sources.end(), map.source) - sources.begin());
   if (fitted == sources.size()) throw std::logic_error("choose_beam: the fitted source is not among the map's fan sources");
@@ -194,8 +208,8 @@ std::string choose_beam(ScanMap& map, const Sample& s, const NoiseModel& noise, 
   double source = map.source;
   for (std::size_t w = 0; w < kFbpWindows.size(); ++w) {
     std::size_t at = fitted;
-    while (at > 0 && score(sources[at - 1], w) < score(sources[at], w)) --at;
-    while (at + 1 < sources.size() && score(sources[at + 1], w) < score(sources[at], w)) ++at;
+    while (at > 0 && nearer(sources[at - 1], sources[at], w)) --at;
+    while (at + 1 < sources.size() && nearer(sources[at + 1], sources[at], w)) ++at;
     if (score(sources[at], w) < score(source, window)) window = w, source = sources[at];
   }
   map.orbit = orbit_at_source(map.orbit, map, map.source, source);
