@@ -164,14 +164,13 @@ std::string choose_beam(ScanMap& map, const Sample& s, const NoiseModel& noise, 
   trial.source = *std::min_element(sources.begin(), sources.end());  // the widest detector
   const i64 pool_length = detector_bins(trial) + kPoolSlack;
   const std::vector<std::vector<float>> pools = window_pools(pool_length, [&](std::size_t w) { return seed + 7 + w; });
-  // The mean squared difference of the tiles' textures, probe less image (each at most 0.5^2:
-  // a tile whose flat part still holds anatomy should not decide), and each tile's (NaN unread).
-  std::map<std::pair<double, std::size_t>, double> scores;
+  // Each tile's squared difference of textures, probe less image (at most 0.5^2: a tile whose
+  // flat part still holds anatomy should not decide; NaN unread); a pair's score is their mean.
   std::map<std::pair<double, std::size_t>, std::vector<double>> tile_scores;
   // Every window's probe at a source in one pass (each as alone), when the first is asked for.
-  auto score = [&](double source, std::size_t w) {
+  auto tiles_of = [&](double source, std::size_t w) -> const std::vector<double>& {
     const auto key = std::make_pair(source, w);
-    if (const auto found = scores.find(key); found != scores.end()) return found->second;
+    if (const auto found = tile_scores.find(key); found != tile_scores.end()) return found->second;
     trial.source = source;
     trial.orbit = orbit_at_source(map.orbit, map, map.source, source);
     std::vector<Volume> probes;
@@ -183,12 +182,16 @@ std::string choose_beam(ScanMap& map, const Sample& s, const NoiseModel& noise, 
       const std::vector<double> textures = tile_textures(probes[k], s, middle, padding);
       std::vector<double>& each = tile_scores[std::make_pair(source, k)];
       each.assign(textures.size(), std::numeric_limits<double>::quiet_NaN());
-      double sum = 0, n = 0;
       for (std::size_t t = 0; t < textures.size(); ++t)
-        if (std::isfinite(textures[t]) && std::isfinite(image[t])) sum += each[t] = std::min(0.25, std::pow(textures[t] - image[t], 2)), n += 1;
-      scores[std::make_pair(source, k)] = n > 0 ? sum / n : std::numeric_limits<double>::infinity();
+        if (std::isfinite(textures[t]) && std::isfinite(image[t])) each[t] = std::min(0.25, std::pow(textures[t] - image[t], 2));
     }
-    return scores.at(key);
+    return tile_scores.at(key);
+  };
+  auto score = [&](double source, std::size_t w) {
+    double sum = 0, n = 0;
+    for (double d : tiles_of(source, w))
+      if (std::isfinite(d)) sum += d, n += 1;
+    return n > 0 ? sum / n : std::numeric_limits<double>::infinity();
   };
   // Each window with the source walked from the fitted one while its score falls (a sharper
   // window and a farther source read alike in the median, so the two are chosen together: one
@@ -198,8 +201,7 @@ std::string choose_beam(ScanMap& map, const Sample& s, const NoiseModel& noise, 
   // source from the fitted 198 px to 158 px (true 231.5; NLM 2.3 dB under-smoothed), a step of
   // 0.15 standard errors, where the right steps of fan-beam slices are 3.5-4.
   auto nearer = [&](double to, double from, std::size_t w) {
-    score(to, w), score(from, w);
-    return paired_gain_in_standard_errors(tile_scores.at({from, w}), tile_scores.at({to, w})) >= kLeastSourceStep;
+    return paired_gain_in_standard_errors(tiles_of(from, w), tiles_of(to, w)) >= kLeastSourceStep;
   };
   std::sort(sources.begin(), sources.end());
   const std::size_t fitted = std::size_t(std::find(sources.begin(), sources.end(), map.source) - sources.begin());
