@@ -276,7 +276,7 @@ FilterRun bilateral_device(const float* device_in, float* device_out, const Dims
   cuda::bilateral_device(device_in, device_out, dims, params, radius, algorithm, settings, lo, stream);
   return result;
 #else
-  (void)device_in, (void)device_out, (void)stream;
+  (void)device_in, (void)device_out, (void)stream, (void)radius;
   throw Error(ErrorKind::Unsupported, "this build of ctdenoise has no CUDA backend");
 #endif
 }
