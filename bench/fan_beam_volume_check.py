@@ -36,8 +36,12 @@ def main():
                         help="the Siemens series shrunk this many times in-plane (1: its 512 x 512 at 0.98 mm, "
                              "at 10^6 and 2.5 x 10^5 photons; about an hour on 2 cores)")
     parser.add_argument("--json", help="write every case here")
+    parser.add_argument("--sweeps", metavar="FILE",
+                        help="judge against the best of the sweeps of an earlier --json run, where it holds the case "
+                             "(the scans are seeded: the same images); sweep the others")
     args = parser.parse_args()
-    from check_cases import finish, judge_3d_settings, real_scan
+    from check_cases import finish, judge_3d_settings, real_scan, recorded_cases
+    recorded = recorded_cases(args.sweeps, lambda c: (c["scan"], c["setting"]) if "scan" in c else tuple(c["case"].split(" | ")))
     from fan_beam_check import simulate
     from phantom_check import abdomen
     if args.object == "Siemens series":
@@ -66,7 +70,7 @@ def main():
                     noise = convolve1d(noise, [0.25, 0.5, 0.25], axis=0, mode="nearest") * np.sqrt(8 / 3)
                 noisy = (reference + noise).astype(np.float32)
                 scan = f"fan {window} bowtie 2 I0 {i0:.2g}{label}{' z-correlated' if across else ''}"
-                judge_3d_settings(cases, noisy, reference, scan, object=args.object)
+                judge_3d_settings(cases, noisy, reference, scan, recorded, object=args.object)
     finish(cases, args.json)
 
 
