@@ -1,6 +1,6 @@
 """The per-case line, record and summary shared by the bench checks that judge the automatic
 values against a sweep's best (smooth_noise_check.py, strong_noise_check.py,
-poisson_noise_check.py, coarse_scan_check.py, units_check.py, thick_slice_check.py), the cases of an earlier run, the
+poisson_noise_check.py, coarse_scan_check.py, units_check.py, thick_slice_check.py, lodopab_like_check.py), the cases of an earlier run, the
 real scans they read, and the objects and filter settings they run."""
 import json, pathlib
 
@@ -10,7 +10,7 @@ def record(cases, label, auto, auto_q, best, within, **fields):
     SSIM), whether within the goal, and `fields`) to `cases` and prints its line."""
     cases.append(dict(**fields, auto_value=auto["value"], auto=list(auto_q), best_value=best[0], best=list(best[1:]),
                       within=within, noise_over_image=auto["noise_over_image"]))
-    print(f"{label}: auto {auto['value']:.1f} ({auto_q[0]:.2f}/{auto_q[1]:.4f}) best {best[0]:.1f} "
+    print(f"{label}: auto {auto['value']:.4g} ({auto_q[0]:.2f}/{auto_q[1]:.4f}) best {best[0]:.4g} "
           f"({best[1]:.2f}/{best[2]:.4f}) x{auto['value'] / best[0]:.2f} {'ok' if within else 'MISS'} | "
           f"{auto['noise_over_image']}", flush=True)
 

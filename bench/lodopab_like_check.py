@@ -39,7 +39,7 @@ def to_hu(normalised):
 
 def main():
     import ctdenoise as ctd
-    from check_cases import finish, real_scan
+    from check_cases import finish, real_scan, record
     from phantom_check import SETTINGS_2D, best_of_sweep, quality, within_goal
     from skimage.transform import iradon, radon, resize
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -82,12 +82,8 @@ def main():
                     auto_q = quality(to_hu(out), reference)
                     best = best_of_sweep(lambda v: quality(to_hu(f(noisy, v, device="cpu", **kw)), reference), auto["value"])
                     within = within_goal(auto_q, best[1:], noisy_q)
-                    cases.append(dict(object=name, filter=window, photons=photons, setting=setting, auto_value=auto["value"],
-                                      auto=list(auto_q), best_value=best[0], best=list(best[1:]), noisy=list(noisy_q),
-                                      within=within, noise_over_image=auto["noise_over_image"]))
-                    print(f"{name} | {window}, I0 {photons:g} | {setting}: noisy {noisy_q[0]:.2f} auto {auto['value']:.4g} "
-                          f"({auto_q[0]:.2f}/{auto_q[1]:.4f}) best {best[0]:.4g} ({best[1]:.2f}/{best[2]:.4f}) "
-                          f"x{auto['value'] / best[0]:.2f} {'ok' if within else 'MISS'} | {auto['noise_over_image']}", flush=True)
+                    record(cases, f"{name} | {window}, I0 {photons:g} (noisy {noisy_q[0]:.2f} dB) | {setting}", auto, auto_q, best,
+                           within, object=name, filter=window, photons=photons, setting=setting, noisy=list(noisy_q))
     finish(cases, args.json)
 
 
