@@ -60,7 +60,7 @@ void scale_to_image(Volume& b, Sample& s, const NoiseModel& noise) {
     if (image_sigma > 0 && probe_sigma > 0) ratios[std::size_t(index)] = image_sigma / probe_sigma;
   });
   std::erase(ratios, 0.0);
-  const double gain = ratios.empty() ? 0.0 : detail::median(ratios);
+  const double gain = ratios.empty() ? 0.0 : detail::median(std::move(ratios));
   const auto [sum2, count] = cpu::sum_in_pieces<2>(b.size(), [&](i64 i, std::array<double, 2>& t) {
     b.data()[i] = float(b.data()[i] * gain);
     if (s.counted[std::size_t(i)]) t[0] += double(b.data()[i]) * b.data()[i], t[1] += 1;

@@ -217,7 +217,7 @@ std::optional<IntensityLevels> fit_intensity_levels(const std::vector<Sample::Ti
     for (const std::size_t j : nearest_tiles(r.at[i], r.at)) {
       if (j != i && near.size() < 8) near.push_back(level_in_slice[j]);
     }
-    const double place = detail::median(near);
+    const double place = detail::median(std::move(near));
     by_place += (level_in_slice[i] - place) * (level_in_slice[i] - place);
   }
   if (!(total > 0) || 1 - by_value / total < kLeastIntensityFit || !(by_value <= kMostIntensityResidual * by_place)) {
@@ -291,7 +291,7 @@ void use_intensity_levels(Sample& s, const IntensityLevels& fit, const NoiseMode
   std::vector<double> inside;
   for (i64 i = 0; i < d.count(); ++i)
     if (s.mask[std::size_t(i)]) inside.push_back(s.image.data()[i]);
-  const double origin = inside.empty() ? 0.0 : detail::median(inside);
+  const double origin = inside.empty() ? 0.0 : detail::median(std::move(inside));
   Volume unit(d);
   cpu::for_each_piece(d.nz * d.ny, 1, 0, [&](i64 row, i64, i64) {
     const i64 z = row / d.ny, y = row % d.ny;

@@ -72,7 +72,7 @@ SliceCorrelation slice_correlation(const ImageReads& reads, const detail::Exclud
   }
   std::erase_if(sigmas, [](double v) { return std::isnan(v); });
   if (sigmas.empty() || !(sigma_3d > 0)) return {sigma_3d, 0, 0};
-  const double sigma_2d = detail::median(sigmas);
+  const double sigma_2d = detail::median(std::move(sigmas));
   const double read = (sigma_3d / sigma_2d) * (sigma_3d / sigma_2d);
   if (read >= 1) return {sigma_2d, 0, 0};
   auto correlations = [](double a) { return std::pair{2 * a / (1 + 2 * a * a), a * a / (1 + 2 * a * a)}; };

@@ -262,12 +262,12 @@ NoiseModel detail::estimate_noise_model(const ImageReads& reads, const std::vect
   // (6 C(0)) once the lag is past its reach; anatomy's keep growing with the lag. Where the outer
   // shell reads more than kMaxRise x the level at lag 3, the flattest blocks still hold anatomy
   // (a coarse, resampled scan), and the model does not believe them.
-  const double measured = detail::median(shell);
+  const double measured = detail::median(std::move(shell));
   std::vector<double> inner;
   for (std::size_t l = 0; l < lags.size(); ++l) {
     if (lags[l].dz == 0 && std::max(std::abs(lags[l].dx), std::abs(lags[l].dy)) == 3) inner.push_back(variance[l] / 6);
   }
-  const double at_lag3 = detail::median(inner);
+  const double at_lag3 = detail::median(std::move(inner));
   if (measured > kMaxRise * kMaxRise * at_lag3) return fall_back_model();
   // A level over kMaxGrain x the pseudo-residual sigma (robust, and blind to anything coarser
   // than one voxel) is not believed at once: smooth reconstruction kernels make the two differ

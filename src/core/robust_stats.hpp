@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <limits>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace ctd::detail {
@@ -168,7 +169,9 @@ inline SpikeValues find_spikes(const ImageReads& reads) {
 }
 inline Excluded find_padding(const ImageReads& reads) { return reads.spikes().padding; }
 
-inline double median(std::vector<double>& v) { return kth_smallest(v, v.size() / 2); }
+// The median (of an even count, the upper middle value). `v` is taken by value: the selection
+// reorders it, and a caller that read its vector afterwards by position read it scrambled.
+inline double median(std::vector<double> v) { return kth_smallest(v, v.size() / 2); }
 
 // Where the parabola through (x0, y0), (x1, y1), (x2, y2) (x0 < x1 < x2) is least, within
 // [x0, x2]; x1 where the points do not curve upwards.
@@ -199,13 +202,13 @@ inline double paired_gain_in_standard_errors(const std::vector<double>& before, 
 // median (corrected for that truncation): the MAD alone drifts up when edges add outliers.
 inline double robust_sigma(std::vector<double> values) {
   using i64 = std::int64_t;
-  const double m = median(values);
+  const double m = kth_smallest(values, values.size() / 2);  // the median, in place: values is ours
   const i64 n = i64(values.size());
   std::vector<double> deviations(values.size());
   cpu::for_each_piece(n, i64(1) << 13, 0, [&](i64, i64 begin, i64 end) {
     for (i64 i = begin; i < end; ++i) deviations[std::size_t(i)] = std::fabs(values[std::size_t(i)] - m);
   });
-  double sigma = 1.4826 * median(deviations);
+  double sigma = 1.4826 * median(std::move(deviations));
   constexpr double kTruncatedStd = 0.986581;  // std of a unit normal cut at +-3
   for (int iteration = 0; iteration < 3 && sigma > 0; ++iteration) {
     const auto [sum2, kept] = cpu::sum_in_pieces<2>(n, [&](i64 i, std::array<double, 2>& s) {

@@ -67,7 +67,7 @@ constexpr std::size_t kLevelNeighbours = 9;
 double median_at(const std::vector<std::size_t>& indices, const std::vector<double>& levels) {
   std::vector<double> near(indices.size());
   for (std::size_t j = 0; j < indices.size(); ++j) near[j] = levels[indices[j]];
-  return detail::median(near);
+  return detail::median(std::move(near));
 }
 std::vector<double> median_of_nearest(const std::vector<std::array<double, 3>>& at, const std::vector<double>& levels) {
   std::vector<double> out(levels.size());
@@ -271,7 +271,7 @@ void use_tile_textures(Sample& s, const NoiseModel& noise, const std::vector<Vol
     for (std::size_t k = 0; k < kTileLags.size(); ++k) smoothed[t][k] = by_lag[k][t];
     changes[t] = texture_change(unit, smoothed[t]);
   }
-  if (detail::median(changes) < kLeastTextureChange) return;
+  if (detail::median(std::move(changes)) < kLeastTextureChange) return;
   const double gain = pseudo_residual_gain(noise);
   for (std::size_t t = 0; t < flat_tiles.size(); ++t) {
     const double own_gain = pseudo_residual_gain(tile_model(noise, smoothed[t], 1.0));
@@ -378,7 +378,7 @@ void measure_level(Sample& s, const NoiseModel& noise, bool known_to_vary) {
     std::vector<double> values;
     for (i64 i = 0; i < tile.size(); ++i)
       if (std::isfinite(tile.data()[i])) values.push_back(tile.data()[i]);
-    const double flat_median = values.empty() ? std::numeric_limits<double>::quiet_NaN() : detail::median(values);
+    const double flat_median = values.empty() ? std::numeric_limits<double>::quiet_NaN() : detail::median(std::move(values));
     s.tiles[std::size_t(t)] = {k.x0, k.y0, k.z0, k.size, c, flat_sigma, thin_sigma, flat_median, flat_level_scatter(tile, padding),
                                thin_sigma > 0 ? flat_estimate->samples : 0};
   });

@@ -27,6 +27,7 @@ void expect_every_rank_checked(const std::vector<double>& v, const char* what) {
   }
   std::vector<double> copy = v;
   EXPECT_EQ(ctd::detail::median(copy), by_sorting(v, n / 2)) << what;
+  EXPECT_EQ(copy, v) << what << ": the median reordered its argument";
 }
 
 TEST(KthSmallest, MatchesAFullSortOnEveryKindOfInput) {
