@@ -9,8 +9,9 @@ along the longest rays. Real slices (their own noise, 5-16 HU, stays in the refe
 spectra (a ramp filter's |f| with Hann's window, and |f| under a soft Gaussian kernel), 30 and
 60 HU mean in the body, in 2D (five slices) and 3D (the Siemens series and 20 slices of CThead,
 the ramp's noise correlated across slices by [1 2 1] / 4); NLM (2D: search 5 patch 1 and search 4
-patch 2; 3D: search 3 patch 1) and the bilateral filter at sigma_s 1 voxel on the CPU, each judged against the best of a sweep as scripts/phantom_check.py
-judges it (0.5 dB and 0.005 SSIM, never below the noisy input).
+patch 2; 3D: search 3 patch 1) and the bilateral filter at sigma_s 1 voxel on the CPU, each judged
+against the best of a sweep as scripts/phantom_check.py judges it (0.5 dB and 0.005 SSIM, never
+below the noisy input).
 
     scripts/setup.sh && python3 bench/nps_insertion_check.py --data ../shared/data [--json FILE]
     python3 bench/nps_insertion_check.py --sweeps FILE ...   # the automatic values only, judged on
@@ -26,30 +27,17 @@ sys.path.insert(0, str(root / "build" / "python"))
 sys.path.insert(0, str(root / "scripts"))
 sys.path.insert(0, str(root / "bench"))
 
-MU_WATER = 0.0193  # 1/mm
-
-
-def spectrum(shape, kind):
-    """The amplitude (square root of the noise power spectrum) on the FFT grid of `shape`."""
-    fy = np.fft.fftfreq(shape[0])[:, None]
-    fx = np.fft.fftfreq(shape[1])[None, :]
-    f = np.hypot(fx, fy)  # cycles per pixel
-    if kind == "ramp-hann":
-        nps = f * (0.5 + 0.5 * np.cos(np.pi * np.minimum(f, 0.5) / 0.5)) ** 2
-    elif kind == "soft":
-        nps = f * np.exp(-(f / 0.2) ** 2)
-    else:
-        raise ValueError(kind)
-    return np.sqrt(nps)
+MU_WATER = 0.0193  # 1/mm, as `ctdenoise simulate`
+SPECTRA = {"ramp-hann": "Hann-apodised ramp", "soft": "soft"}  # this check's names: scripts/phantom_check.py's
 
 
 def level_map(clean_hu, pixel_mm, angles=180):
-    """The relative standard deviation of FBP noise at each pixel: sqrt of the back-projection of
-    exp(line integrals), normalised to mean 1 over the body (HU > -500)."""
-    from skimage.transform import radon, iradon
-    mu = np.clip(MU_WATER * (1 + clean_hu / 1000.0), 0, None) * pixel_mm  # per pixel
+    """The relative standard deviation of FBP noise at each pixel of a slice: sqrt of the
+    back-projection of exp(line integrals), normalised to mean 1 over the body (HU > -500)."""
+    import phantom_check
+    from skimage.transform import iradon
     theta = np.linspace(0, 180, angles, endpoint=False)
-    p = radon(mu, theta, circle=False)
+    p = phantom_check.line_integrals(clean_hu, theta, pixel_mm) * (MU_WATER / phantom_check.MU_WATER)
     v = iradon(np.exp(p), theta, filter_name=None, circle=False, output_size=clean_hu.shape[0])
     v = np.maximum(v, v[v > 0].min() if np.any(v > 0) else 1)
     s = np.sqrt(v)
@@ -59,18 +47,15 @@ def level_map(clean_hu, pixel_mm, angles=180):
 def insert_noise(clean_hu, pixel_mm, kind, sigma, rng, z_kernel=None):
     """clean_hu: a slice, or slices (z first), each with its own level map; z_kernel: weights that
     correlate the noise across slices (as overlapping slices do), or None."""
-    if clean_hu.ndim == 3:
-        white = rng.standard_normal(clean_hu.shape)
-        if z_kernel is not None:
-            from scipy.ndimage import convolve1d
-            white = convolve1d(white, np.asarray(z_kernel, dtype=float), axis=0, mode="reflect")
-        n = np.real(np.fft.ifft2(np.fft.fft2(white, axes=(-2, -1)) * spectrum(clean_hu.shape[-2:], kind), axes=(-2, -1)))
-        n /= n.std()
-        return clean_hu + sigma * np.stack([level_map(c, pixel_mm) for c in clean_hu]) * n
+    from phantom_check import spectrum_gain
     white = rng.standard_normal(clean_hu.shape)
-    n = np.real(np.fft.ifft2(np.fft.fft2(white) * spectrum(clean_hu.shape, kind)))
+    if z_kernel is not None:
+        from scipy.ndimage import convolve1d
+        white = convolve1d(white, np.asarray(z_kernel, dtype=float), axis=0, mode="reflect")
+    n = np.real(np.fft.ifft2(np.fft.fft2(white, axes=(-2, -1)) * spectrum_gain(SPECTRA[kind], clean_hu.shape), axes=(-2, -1)))
     n /= n.std()
-    return clean_hu + sigma * level_map(clean_hu, pixel_mm) * n
+    levels = np.stack([level_map(c, pixel_mm) for c in clean_hu]) if clean_hu.ndim == 3 else level_map(clean_hu, pixel_mm)
+    return clean_hu + sigma * levels * n
 
 
 def main():
@@ -80,7 +65,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", default=str(root.parent / "shared" / "data"), help="../shared/data")
     parser.add_argument("--sigma", type=float, nargs="+", default=[30, 60], help="the noise's mean in the body, HU")
-    parser.add_argument("--spectra", nargs="+", default=["ramp-hann", "soft"], choices=["ramp-hann", "soft"])
+    parser.add_argument("--spectra", nargs="+", default=["ramp-hann", "soft"], choices=list(SPECTRA))
     parser.add_argument("--only", nargs="+", default=[""], help="the cases whose label holds one of these only")
     parser.add_argument("--json", help="write every case here")
     parser.add_argument("--sweeps", metavar="FILE", help="take each case's best from FILE instead of sweeping")

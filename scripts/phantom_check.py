@@ -94,12 +94,25 @@ def noise(kind, shape, sigma, rng):
     elif kind == "white z-smoothed [1 2 1]":
         n = convolve1d(w, np.array([1.0, 2.0, 1.0]) / 4, axis=0, mode="wrap")
     else:
-        fy = np.fft.fftfreq(shape[-2])[:, None]
-        fx = np.fft.fftfreq(shape[-1])[None, :]
-        f = np.hypot(fx, fy)
-        gain = np.sqrt(f) if kind == "ramp" else np.sqrt(f) * np.where(f < 0.5, 0.5 * (1 + np.cos(2 * np.pi * f)), 0)
-        n = np.real(np.fft.ifft2(np.fft.fft2(w, axes=(-2, -1)) * gain, axes=(-2, -1)))
+        n = np.real(np.fft.ifft2(np.fft.fft2(w, axes=(-2, -1)) * spectrum_gain(kind, shape), axes=(-2, -1)))
     return n * (sigma / n.std())
+
+
+def spectrum_gain(kind, shape):
+    """The in-plane amplitude (square root of the noise power spectrum) on the FFT grid of the
+    last two axes of `shape`: the ramp |f| (FBP's), the Hann-apodised ramp, or |f| under a soft
+    Gaussian kernel ("soft", exp(-(f / 0.2)^2): its power peaks near 0.14 cycles per pixel)."""
+    import numpy as np
+    fy = np.fft.fftfreq(shape[-2])[:, None]
+    fx = np.fft.fftfreq(shape[-1])[None, :]
+    f = np.hypot(fx, fy)
+    if kind == "ramp":
+        return np.sqrt(f)
+    if kind == "Hann-apodised ramp":
+        return np.sqrt(f) * np.where(f < 0.5, 0.5 * (1 + np.cos(2 * np.pi * f)), 0)
+    if kind == "soft":
+        return np.sqrt(f) * np.exp(-0.5 * (f / 0.2) ** 2)
+    raise ValueError(f"no noise spectrum {kind!r}")
 
 
 MU_WATER = 0.02  # attenuation of water, 1 / mm
