@@ -53,11 +53,7 @@ case ${1:-} in
     ls -la "$root/.device/validation-data.txz"
     ;;
   run)
-    mkdir -p /tmp/validation-data "$out"
-    xz -dc "$root/.device/cli.txz" | tar x -C /tmp
-    xz -dc "$root/.device/validation-data.txz" | tar x -C /tmp/validation-data
-    export LD_LIBRARY_PATH=/tmp/cli/lib
-    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.txt"
+    unpack
     start=$SECONDS
     timeout ${LIMIT:-560} /tmp/cli/validate_params --data /tmp/validation-data --device auto --json "$out/full.json" \
       >"$out/validation.log" 2>"$out/validation.err" || { tail -20 "$out/validation.err"; exit 1; }
