@@ -142,35 +142,32 @@ AutoChoice choose(const detail::ImageReads& image, const NoiseModel& given, doub
   double texture_distance = std::numeric_limits<double>::quiet_NaN();
   if (map && map->fit >= kLeastScanFit && map->fit_beyond_intensity >= kLeastScanFitBeyondIntensity) {
     const SampleLayout with_margins = detail::sample_layout(image.dims(), reach_xy, reach_z, detail::Margins::Image);
-    std::optional<Sample> other;
-    // Spread in space, as the map's: the noise follows the rays, and its level the place. Ordered
-    // by content, the Siemens series with z-correlated ramp noise of 60 HU lost 4 of its 5 cases
-    // (NLM 1.84 dB under-smoothed at search radius 3, patch radius 2).
+    // The filter's sample becomes the probe's, spread in space as the map's, whether or not the
+    // probe is kept: where the rays explain the levels, they vary with the place. Ordered by
+    // content, the Siemens series with z-correlated ramp noise of 60 HU lost 4 of its 5 cases
+    // (NLM 1.84 dB under-smoothed at search radius 3, patch radius 2); and where the probe was
+    // refused, the sample held too few of a body's noisiest blocks (noise inserted under a soft
+    // kernel into the Siemens series at 60 HU, 29 in the air and 64 in the body: the risk's noise
+    // variance 1359 for the image's 1954, NLM h 0.65 x the best, 1.86 dB under; spread, 1911 and
+    // 0.79 x).
     if (!with_margins.whole && with_margins != layout) {
-      other = detail::make_sample(image, with_margins, noise, detail::BlockOrder::Place);
-      detail::measure_level(*other, noise);
+      sample = detail::make_sample(image, with_margins, noise, detail::BlockOrder::Place);
+      detail::measure_level(sample, noise);
     }
-    Sample& scan_sample = other ? *other : sample;
     // In a volume the filter's sample holds few tiles (14-15 of the 3 mm TotalSegmentator
     // volume's at search radius 3), too few to refit the attenuation: it went from the map's 8.5
     // to 4.7 or 9.3 with the patch radius, and h with it. The map's sample holds at least
     // kLeastMapBlocks blocks whatever the filter. And the image's model pools the flattest
     // blocks of many slices, where the probe's texture is then read too (scan_probe).
     const bool volume = !image.dims().is_2d();
-    const Sample& refit_sample = volume && map_sample ? *map_sample : scan_sample;
+    const Sample& refit_sample = volume && map_sample ? *map_sample : sample;
     detail::assign_slices(*map, refit_sample);
     detail::refine_attenuation(*map, refit_sample, noise, 0x5EED);
-    detail::assign_slices(*map, scan_sample);
-    const std::string window = detail::choose_beam(*map, scan_sample, noise, 0x5EED);
-    probe = detail::scan_probe(scan_sample, noise, *map, window,
+    detail::assign_slices(*map, sample);
+    const std::string window = detail::choose_beam(*map, sample, noise, 0x5EED);
+    probe = detail::scan_probe(sample, noise, *map, window,
                                volume ? detail::flat_places(image) : std::vector<detail::LagArea>{}, 0x5EED);
     texture_distance = probe->texture_distance;
-    // The sample spread in space whether or not the probe is kept: where the rays explain the
-    // levels, they vary with the place. Ordered by content, the filter's sample held too few of a
-    // body's noisiest blocks where the probe was refused (noise inserted under a soft kernel into
-    // the Siemens series at 60 HU, 29 in the air and 64 in the body: the risk's noise variance
-    // 1359 for the image's 1954, NLM h 0.65 x the best, 1.86 dB under; spread, 1911 and 0.79 x).
-    if (other) sample = std::move(*other);
     if (probe->texture_distance > kMostScanTextureDistance) {
       // Not an FBP filter's texture, but the rays explain the levels: they vary over the image.
       probe.reset();
