@@ -178,8 +178,7 @@ AutoChoice choose(const detail::ImageReads& image, const NoiseModel& given, doub
   // not explain it well enough for the map, and the filter's, ordered by content, reads one level
   // in the quietest places: noise inserted into 20 CThead slices at each pixel's FBP level (quieter
   // in the air) read at the air's level, NLM h 0.55 x the best, 1.28 dB under; now 1.15 x.
-  if (!probe && map_sample && sample.noise_over_image == Sample::kOneLevel &&
-      map_sample->noise_over_image.starts_with("tile levels") && map_sample->noise_over_image != Sample::kMildTileLevels)
+  if (!probe && map_sample && sample.noise_over_image == Sample::kOneLevel && map_sample->tile_levels())
     detail::measure_level(sample, noise, true);
   const bool scan_like = probe.has_value();
   const Dims sd = sample.image.dims();

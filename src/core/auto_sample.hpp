@@ -37,8 +37,12 @@ struct Sample {
   // part's (measure_level): levels a later reading that knows they vary may read again.
   static constexpr const char* kOneLevel = "one level";
   static constexpr const char* kMildTileLevels = "tile levels (mild)";
+  static constexpr const char* kTileLevels = "tile levels";
+  static constexpr const char* kTileLevelsAndTextures = "tile levels and textures";
   std::string noise_over_image = kOneLevel;  // AutoChoice::noise_over_image
   bool nearly_one_level() const { return noise_over_image == kOneLevel || noise_over_image == kMildTileLevels; }
+  // Each tile at its own level (measure_level's `varies`), not leaning part of the way (mild).
+  bool tile_levels() const { return noise_over_image == kTileLevels || noise_over_image == kTileLevelsAndTextures; }
   // Where the level follows the image's values ("intensity levels"): the noise's correlation read
   // on the sample in units of its levels (their variance-stabilising transform), at the image's
   // model's sigma (measure_level); else none.

@@ -459,7 +459,7 @@ void measure_level(Sample& s, const NoiseModel& noise, bool known_to_vary) {
     // the textured levels read 1.17 x the noise's at the median tile and up to 1.9 x; NLM was
     // over-smoothed by up to 0.97 dB (h 2 x the best). With the model's texture: 0.79-0.98 x.
     if (!weak_reading) use_tile_textures(s, noise, flat_tiles, levels, centres, padding, chosen);
-    s.noise_over_image = s.tile_models.empty() ? "tile levels" : "tile levels and textures";
+    s.noise_over_image = s.tile_models.empty() ? Sample::kTileLevels : Sample::kTileLevelsAndTextures;
   } else if (gain >= kLeastFlatLevelsGain && gain <= kMostFlatLevelsGain && flat_spread >= kLeastFlatLevelSpread) {
     // Where the flat parts span kLeastFlatLevelSpread but not kLeastLevelSpread, each tile's level
     // leans toward its flat part's smoothed level (kFlatLevelShare of the way, in log): crops of a

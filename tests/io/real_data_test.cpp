@@ -285,6 +285,19 @@ Best best_of_sweep(double value, int from, int to, double steps, const std::func
   return best;
 }
 
+// NLM at `params` with h given, its PSNR and SSIM against `reference` over 2000 HU: the quality
+// function best_of_sweep takes.
+std::function<std::pair<double, double>(double)> nlm_quality(const ctd::Volume& reference, const ctd::Volume& noisy,
+                                                             const ctd::NlmParams& params) {
+  return [&reference, &noisy, params](double h) {
+    ctd::Volume out(noisy.dims(), noisy.geometry);
+    ctd::NlmParams p = params;
+    p.h = float(h);
+    ctd::nlm(noisy.view(), out.view(), p);
+    return std::pair{ctd::psnr(reference.view(), out.view(), 2000), ctd::ssim(reference.view(), out.view(), 2000)};
+  };
+}
+
 TEST(RealData, StrongNoiseInAVolumeGetsTheBilateralFiltersBestRange) {
   // White noise of 150 HU over the Siemens series' central 256 x 256 x 20, whose automatic sigma_r
   // is chosen on a sample of blocks. There the best is a nearly linear smoothing: on blocks side
@@ -417,13 +430,7 @@ TEST(RealData, NoiseQuieterInAHeadsAirIsSeenToVary) {
   params.patch_radius = 1;
   const ctd::AutoChoice choice = ctd::auto_nlm_h(noisy.view(), params);
   EXPECT_NE(choice.noise_over_image.rfind("scan-like", 0), 0u) << choice.noise_over_image;
-  auto quality = [&](double h) {
-    ctd::Volume out(noisy.dims(), noisy.geometry);
-    ctd::NlmParams p = params;
-    p.h = float(h);
-    ctd::nlm(noisy.view(), out.view(), p);
-    return std::pair{ctd::psnr(clean.view(), out.view(), 2000), ctd::ssim(clean.view(), out.view(), 2000)};
-  };
+  const auto quality = nlm_quality(clean, noisy, params);
   const auto [auto_psnr, auto_ssim] = quality(choice.value);
   const Best best = best_of_sweep(30, -2, 6, 4, quality);  // h 21-85 HU around the noise's level
   EXPECT_GT(auto_psnr, best.psnr - 0.5) << "h " << choice.value << ", best " << best.value << ", " << choice.noise_over_image;
@@ -558,13 +565,7 @@ TEST(RealData, PhotonStarvedNoiseOnACoarseHeadIsNotUnderSmoothed) {
   params.search_radius = 3;
   params.patch_radius = 1;
   const ctd::AutoChoice choice = ctd::auto_nlm_h(head.noisy.view(), params);
-  auto quality = [&](double h) {
-    ctd::Volume out(head.noisy.dims(), head.noisy.geometry);
-    ctd::NlmParams p = params;
-    p.h = float(h);
-    ctd::nlm(head.noisy.view(), out.view(), p);
-    return std::pair{ctd::psnr(head.reference.view(), out.view(), 2000), ctd::ssim(head.reference.view(), out.view(), 2000)};
-  };
+  const auto quality = nlm_quality(head.reference, head.noisy, params);
   const auto [auto_psnr, auto_ssim] = quality(choice.value);
   const Best best = best_of_sweep(choice.value, -2, 6, 4, quality);
   EXPECT_GT(auto_psnr, best.psnr - 0.5) << "h " << choice.value << ", best " << best.value;
