@@ -31,13 +31,16 @@ def judge_3d_settings(cases, noisy, reference, scan, recorded=None, **fields):
                **fields)
 
 
-def recorded_cases(path, key, inside="cases"):
-    """The cases of an earlier --json run (a list, or an object holding them under `inside`) by
-    key(case), to judge against their recorded sweeps; {} without a path."""
+def recorded_cases(path, key, inside=("cases", "cases_detail")):
+    """The cases of an earlier --json run (a list, or an object holding them under the first of
+    `inside`'s names it has) by key(case), to judge against their recorded sweeps; {} without a path."""
     if not path:
         return {}
     loaded = json.loads(pathlib.Path(path).read_text())
-    return {key(c): c for c in (loaded[inside] if isinstance(loaded, dict) else loaded)}
+    if isinstance(loaded, dict):
+        names = (inside,) if isinstance(inside, str) else inside
+        loaded = loaded[next((n for n in names if n in loaded), names[0])]
+    return {key(c): c for c in loaded}
 
 
 def finish(cases, json_path=None):

@@ -239,13 +239,12 @@ def main():
                              "with an offset detector (a half-fan overlapping the centre by 15 %%, Wang's weights)")
     parser.add_argument("--sweeps", metavar="FILE",
                         help="sweep only the cases missing from this --json file of an earlier run (a list of cases, "
-                             "or an object with them in 'cases_detail'): take their best and noisy input from it "
+                             "or an object with them in 'cases' or 'cases_detail'): take their best and noisy input from it "
                              "(the scans are seeded: the same images)")
     args = parser.parse_args()
     recorded = recorded_cases(args.sweeps, lambda c: (c["phantom"], c["window"], c["bowtie"], c.get("tcm", False),
                                                       c.get("electronic", 0.0), c.get("detector_pitch", 1.0), c.get("cell_aperture", False),
-                                                      c.get("orbit", "full"), c["photons"], c["setting"]),
-                                "cases_detail")
+                                                      c.get("orbit", "full"), c["photons"], c["setting"]))
     clean, px = scanned_object(args.phantom, pathlib.Path(args.data))
     settings = [s for s in SETTINGS_2D if s[0] in ("NLM search 5 patch 1", "bilateral sigma_s 1 vox")]
     cases = []

@@ -10,7 +10,7 @@ it (0.5 dB and 0.005 SSIM, never below the noisy input).
     scripts/setup.sh && python3 bench/strong_noise_check.py [--sigma 10 100 150] [--json FILE]
     python3 bench/strong_noise_check.py --sweeps FILE   # automatic values only, judged on FILE's sweeps
 """
-import argparse, json, pathlib, sys
+import argparse, pathlib, sys
 
 import numpy as np
 
@@ -21,7 +21,7 @@ sys.path.insert(0, str(root / "scripts"))
 
 def main():
     import ctdenoise as ctd
-    from check_cases import finish, real_image as real, record
+    from check_cases import finish, real_image as real, record, recorded_cases
     from phantom_check import abdomen, judge, quality, within_goal
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sigma", type=float, nargs="+", default=[10, 100, 150], help="the noise's standard deviation, HU")
@@ -31,10 +31,7 @@ def main():
     parser.add_argument("--json", help="write every case here")
     args = parser.parse_args()
     data = pathlib.Path(args.data)
-    recorded = {}
-    if args.sweeps:
-        for c in json.loads(pathlib.Path(args.sweeps).read_text()):
-            recorded[(c["object"], c["texture"], c["sigma"], c["setting"])] = c
+    recorded = recorded_cases(args.sweeps, lambda c: (c["object"], c["texture"], c["sigma"], c["setting"]))
 
     objects = {"abdomen 384": lambda: abdomen((384, 384), 1),
                "Catphan slice": lambda: real(data / "dicom_catphan_philips_brilliance64" / "dicom_file01.dcm"),
