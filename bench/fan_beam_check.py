@@ -11,7 +11,9 @@ ray's attenuation, exp(max p / 2), at the same mean dose, as dose-saving scanner
 optional electronic noise (--electronic S: Gaussian counts of sigma S added to the Poisson counts,
 as low-dose simulations after Yu et al. 2012 add it), optionally another orbit than a full turn
 (--orbit offset: a CBCT's offset detector, reaching the centre's other side by 15 % of its
-half-width, Wang's weights; --orbit short: half a turn plus the fan, Parker's weights), and Kak & Slaney's fan-beam FBP (the
+half-width, Wang's weights; --orbit short: half a turn plus the fan, Parker's weights), optionally a
+polychromatic beam (--spectrum 120kvp: water and bone, an energy-integrating detector, the water
+beam-hardening correction), and Kak & Slaney's fan-beam FBP (the
 data weighted by cos(gamma), the ramp or Hann-apodised ramp filter, each view weighted by 1 / U^2).
 The reference is the same scan without noise. NLM search 5 patch 1 and the bilateral filter at
 sigma_s 1 voxel, on the CPU; about 10 minutes per phantom on 2 cores. Real slices of ../shared/data
@@ -159,22 +161,63 @@ def fbp(p, g, window="ramp"):
     return img * (g["beta"][1] - g["beta"][0])
 
 
+# A polychromatic beam (--spectrum 120kvp): a filtered 120 kVp tungsten spectrum in five bins
+# (photon shares; mean 70 keV) and the mass attenuation of water and cortical bone at those
+# energies (NIST XCOM, cm^2/g). The energy-integrating detector weighs each photon by its energy.
+SPECTRUM_KEV = np.array([40.0, 50.0, 60.0, 80.0, 100.0])
+SPECTRUM_SHARE = np.array([0.10, 0.20, 0.25, 0.28, 0.17])
+MASS_ATTENUATION = {"water": np.array([0.2683, 0.2269, 0.2059, 0.1837, 0.1707]),
+                    "bone": np.array([0.6655, 0.4242, 0.3148, 0.2229, 0.1855])}
+BONE_HU, BONE_DENSITY = 1900.0, 1.92  # cortical bone as the monochromatic image reads it, g/cm^3
+
+
+def polychromatic_scan(clean_hu, g, incident, rng, electronic, cell):
+    """The line integrals a scanner reconstructs from a polychromatic beam: each pixel split into
+    water (densities 0-1 below 0 HU) and cortical bone mixed with water (above), each energy's
+    photons counted (Poisson, or their mean where rng is None) and weighed by energy, and the log
+    corrected for water's beam hardening (each value mapped to the water path that gives it, times
+    MU_WATER), as a scanner's calibration does; bone's hardening stays, in the reference too."""
+    bone = np.clip(clean_hu / BONE_HU, 0, 1)
+    water = np.where(clean_hu > 0, 1 - bone, np.clip(1 + clean_hu / 1000.0, 0, None))
+    path = {"water": project(water, g, cell=cell) / 10, "bone": project(bone * BONE_DENSITY, g, cell=cell) / 10}  # g/cm^2
+    weight = SPECTRUM_SHARE * SPECTRUM_KEV / np.sum(SPECTRUM_SHARE * SPECTRUM_KEV)  # each energy's share of the signal
+    signal = np.zeros_like(path["water"])
+    for k in range(len(SPECTRUM_KEV)):
+        mean = incident * SPECTRUM_SHARE[k] * np.exp(-MASS_ATTENUATION["water"][k] * path["water"]
+                                                     - MASS_ATTENUATION["bone"][k] * path["bone"])
+        counts = rng.poisson(mean).astype(float) if rng is not None else mean
+        signal += counts * SPECTRUM_KEV[k]
+    scale = incident * np.sum(SPECTRUM_SHARE * SPECTRUM_KEV)  # the signal without the object
+    if rng is not None and electronic > 0:
+        signal += rng.normal(0.0, electronic * SPECTRUM_KEV.mean(), signal.shape)
+    floor = SPECTRUM_KEV[0] if rng is not None else 1e-300  # a ray that counts nothing reads one photon
+    measured = -np.log(np.maximum(signal, floor) / scale)
+    cm = np.linspace(0, 100, 2001)  # water paths, and the log each gives
+    water_log = -np.log(np.exp(-np.outer(cm, MASS_ATTENUATION["water"])) @ weight)
+    return np.interp(measured, water_log, cm * 10 * MU_WATER)
+
+
 def simulate(clean_hu, pixel_mm, views, window, photons, rng, bowtie=0.0, tcm=False, electronic=0.0, pitch=1.0,
-             cell=False, orbit="full"):
+             cell=False, orbit="full", spectrum="mono"):
     """A fan-beam scan of clean_hu; bowtie: the extra attenuation (line integral) at the fan's edge,
     growing as (u / u_max)^2 (0: none); tcm: the views' photons modulated as exp(max p / 2), mean
     `photons`; electronic: the sigma of Gaussian counts added to the Poisson counts; pitch: the
     detector's bins, in pixels at the isocentre (2: a zoomed reconstruction); cell: each bin
-    integrates over its width (project); orbit: one of ORBITS (fan_geometry)."""
+    integrates over its width (project); orbit: one of ORBITS (fan_geometry); spectrum "120kvp":
+    a polychromatic beam and an energy-integrating detector (polychromatic_scan), else one energy."""
     g = fan_geometry(clean_hu.shape[-1], pixel_mm, views, pitch=pitch, orbit=orbit)
     mu = np.clip(MU_WATER * (1 + clean_hu / 1000.0), 0, None)
     p = project(mu, g, cell=cell)
+    incident = 1.0  # photons per ray, without the object
     if photons is not None:
         umax = np.abs(g["u"]).max()
         incident = photons * np.exp(-bowtie * (g["u"] / umax) ** 2)[None, :]
         if tcm:
             per_view = np.exp(0.5 * p.max(axis=1))
             incident = incident * (per_view / per_view.mean())[:, None]
+    if spectrum != "mono":
+        p = polychromatic_scan(clean_hu, g, incident, rng if photons is not None else None, electronic, cell)
+    elif photons is not None:
         counts = rng.poisson(incident * np.exp(-p)).astype(float)
         if electronic > 0:
             counts += rng.normal(0.0, electronic, counts.shape)
@@ -237,6 +280,10 @@ def main():
     parser.add_argument("--orbit", default="full", choices=ORBITS,
                         help="a full turn; a short scan (half a turn plus the fan, Parker's weights); or a full turn "
                              "with an offset detector (a half-fan overlapping the centre by 15 %%, Wang's weights)")
+    parser.add_argument("--spectrum", default="mono", choices=["mono", "120kvp"],
+                        help="one energy, or a polychromatic beam (a 120 kVp spectrum in five bins, water and cortical "
+                             "bone) counted by an energy-integrating detector, its log corrected for water's beam "
+                             "hardening, as XCIST- or CatSim-like simulators and scanners do")
     parser.add_argument("--sweeps", metavar="FILE",
                         help="sweep only the cases missing from this --json file of an earlier run (a list of cases, "
                              "or an object with them in 'cases' or 'cases_detail'): take their best and noisy input from it "
@@ -244,7 +291,7 @@ def main():
     args = parser.parse_args()
     recorded = recorded_cases(args.sweeps, lambda c: (c["phantom"], c["window"], c["bowtie"], c.get("tcm", False),
                                                       c.get("electronic", 0.0), c.get("detector_pitch", 1.0), c.get("cell_aperture", False),
-                                                      c.get("orbit", "full"), c["photons"], c["setting"]))
+                                                      c.get("orbit", "full"), c.get("spectrum", "mono"), c["photons"], c["setting"]))
     clean, px = scanned_object(args.phantom, pathlib.Path(args.data))
     settings = [s for s in SETTINGS_2D if s[0] in ("NLM search 5 patch 1", "bilateral sigma_s 1 vox")]
     cases = []
@@ -252,25 +299,25 @@ def main():
     scans = [(window, bowtie) for bowtie in bowties for window in args.windows]
     for window, bowtie in scans:
         reference = simulate(clean, px, 720, window, None, None, pitch=args.detector_pitch, cell=args.cell_aperture,
-                             orbit=args.orbit)
+                             orbit=args.orbit, spectrum=args.spectrum)
         for photons in args.photons:
             rng = np.random.default_rng(noise_seed(photons, bowtie, args.tcm, args.electronic))
             noisy = simulate(clean, px, 720, window, photons, rng, bowtie, args.tcm, args.electronic,
-                             args.detector_pitch, args.cell_aperture, args.orbit).astype(np.float32)
+                             args.detector_pitch, args.cell_aperture, args.orbit, args.spectrum).astype(np.float32)
             noisy_q = quality(noisy, reference)
             for setting, kind, kw in settings:
                 f = ctd.nlm if kind == "nlm" else ctd.bilateral
                 old = recorded.get((args.phantom, window, bowtie, args.tcm, args.electronic, args.detector_pitch, args.cell_aperture,
-                                     args.orbit, photons, setting))
+                                     args.orbit, args.spectrum, photons, setting))
                 best = (old["best_value"], *old["best"]) if old else None
                 auto, auto_q, best, within = judge(f, noisy, reference, kw, "cpu", noisy_q, best)
                 case = dict(phantom=args.phantom, window=window, bowtie=bowtie, tcm=args.tcm, electronic=args.electronic,
-                            detector_pitch=args.detector_pitch, cell_aperture=args.cell_aperture, orbit=args.orbit, photons=photons, setting=setting,
+                            detector_pitch=args.detector_pitch, cell_aperture=args.cell_aperture, orbit=args.orbit, spectrum=args.spectrum, photons=photons, setting=setting,
                             auto_value=auto["value"], auto=auto_q, best_value=best[0], best=best[1:], noisy=noisy_q,
                             within=within, noise_over_image=auto["noise_over_image"], scan_fit=auto["scan_fit"],
                             scan_source=auto["scan_source"])
                 cases.append(case)
-                print(f"{args.phantom} | fan {window} bowtie {bowtie}{f' pitch {args.detector_pitch:g}' if args.detector_pitch != 1 else ''}{' cell' if args.cell_aperture else ''}{f' {args.orbit} orbit' if args.orbit != 'full' else ''}{' tcm' if args.tcm else ''}{f' electronic {args.electronic:g}' if args.electronic else ''} I0 {photons:.2g} | {setting}: auto {auto['value']:.1f} "
+                print(f"{args.phantom} | fan {window} bowtie {bowtie}{f' pitch {args.detector_pitch:g}' if args.detector_pitch != 1 else ''}{' cell' if args.cell_aperture else ''}{f' {args.orbit} orbit' if args.orbit != 'full' else ''}{f' {args.spectrum}' if args.spectrum != 'mono' else ''}{' tcm' if args.tcm else ''}{f' electronic {args.electronic:g}' if args.electronic else ''} I0 {photons:.2g} | {setting}: auto {auto['value']:.1f} "
                       f"({auto_q[0]:.2f}/{auto_q[1]:.4f}) best {best[0]:.1f} ({best[1]:.2f}/{best[2]:.4f}) "
                       f"{'ok' if case['within'] else 'MISS'} | {auto['noise_over_image']}", flush=True)
     if args.json:
