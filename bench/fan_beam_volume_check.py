@@ -5,7 +5,8 @@ simulator (720 views, the bowtie, 2.5 x 10^4 photons, ramp or Hann), alone or wi
 correlated across slices by [1 2 1] / 4 (its variance kept). With --z-modulation, instead: the
 photons change from slice to slice, as a helical scan's tube current follows the body along z
 (here 0.5 x to 2 x the dose, geometrically over the 20 slices; each slice alone). The reference is
-the same scans without noise. NLM search 3 patch 1 and the bilateral filter at sigma_s 1 voxel on
+the same scans without noise. With --spectrum 120kvp, a polychromatic beam (bench/fan_beam_check.py).
+NLM search 3 patch 1 and the bilateral filter at sigma_s 1 voxel on
 the CPU, each judged against the best of a sweep; about 12 minutes on 2 cores (6 with
 --z-modulation).
 
@@ -35,6 +36,9 @@ def main():
     parser.add_argument("--shrink", type=int, default=2, choices=[1, 2],
                         help="the Siemens series shrunk this many times in-plane (1: its 512 x 512 at 0.98 mm, "
                              "at 10^6 and 2.5 x 10^5 photons; about an hour on 2 cores)")
+    parser.add_argument("--spectrum", default="mono", choices=["mono", "120kvp"],
+                        help="one energy, or bench/fan_beam_check.py's polychromatic beam (water and bone, an "
+                             "energy-integrating detector, the water beam-hardening correction)")
     parser.add_argument("--json", help="write every case here")
     parser.add_argument("--sweeps", metavar="FILE",
                         help="judge against the best of the sweeps of an earlier --json run, where it holds the case "
@@ -57,13 +61,14 @@ def main():
         photons = (2.5e4,)
     cases = []
     dose = np.geomspace(0.5, 2.0, len(clean)) if args.z_modulation else np.ones(len(clean))
-    label = " z-modulated 0.5-2x" if args.z_modulation else ""
+    label = (" z-modulated 0.5-2x" if args.z_modulation else "") + (f" {args.spectrum}" if args.spectrum != "mono" else "")
     for window in ("ramp", "hann"):
-        reference = np.stack([simulate(s, px, 720, window, None, None) for s in clean])
+        reference = np.stack([simulate(s, px, 720, window, None, None, spectrum=args.spectrum) for s in clean])
         for i0 in photons:
             # The phantom's seeds as they were when it scanned at one dose.
             rng = np.random.default_rng(21 + len(window) + (0 if i0 == 2.5e4 else int(i0)))
-            scanned = np.stack([simulate(s, px, 720, window, i0 * m, rng, 2.0) for s, m in zip(clean, dose)])
+            scanned = np.stack([simulate(s, px, 720, window, i0 * m, rng, 2.0, spectrum=args.spectrum)
+                                for s, m in zip(clean, dose)])
             for across in (False,) if args.z_modulation else (False, True):
                 noise = scanned - reference
                 if across:
