@@ -189,7 +189,7 @@ def polychromatic_scan(clean_hu, g, incident, rng, electronic, cell):
         signal += counts * SPECTRUM_KEV[k]
     scale = incident * np.sum(SPECTRUM_SHARE * SPECTRUM_KEV)  # the signal without the object
     if rng is not None and electronic > 0:
-        signal += rng.normal(0.0, electronic * SPECTRUM_KEV.mean(), signal.shape)
+        signal += rng.normal(0.0, electronic * np.sum(SPECTRUM_SHARE * SPECTRUM_KEV), signal.shape)  # in mean photons
     floor = SPECTRUM_KEV[0] if rng is not None else 1e-300  # a ray that counts nothing reads one photon
     measured = -np.log(np.maximum(signal, floor) / scale)
     cm = np.linspace(0, 100, 2001)  # water paths, and the log each gives
