@@ -162,7 +162,7 @@ def fbp(p, g, window="ramp"):
 
 
 # A polychromatic beam (--spectrum 120kvp): a filtered 120 kVp tungsten spectrum in five bins
-# (photon shares; mean 70 keV) and the mass attenuation of water and cortical bone at those
+# (photon shares; mean 68 keV) and the mass attenuation of water and cortical bone at those
 # energies (NIST XCOM, cm^2/g). The energy-integrating detector weighs each photon by its energy.
 SPECTRUM_KEV = np.array([40.0, 50.0, 60.0, 80.0, 100.0])
 SPECTRUM_SHARE = np.array([0.10, 0.20, 0.25, 0.28, 0.17])
