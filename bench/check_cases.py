@@ -38,8 +38,7 @@ def recorded_cases(path, key, inside=("cases", "cases_detail")):
         return {}
     loaded = json.loads(pathlib.Path(path).read_text())
     if isinstance(loaded, dict):
-        names = (inside,) if isinstance(inside, str) else inside
-        loaded = loaded[next((n for n in names if n in loaded), names[0])]
+        loaded = loaded[next((n for n in inside if n in loaded), inside[0])]
     return {key(c): c for c in loaded}
 
 

@@ -171,7 +171,7 @@ def main():
         clean = abdomen((args.slices, args.pixels, args.pixels), 4)
         spacing = (2.0, 0.9 * 384 / args.pixels, 0.9 * 384 / args.pixels)
         photons = (1e5, 2.5e4)
-    recorded = recorded_cases(args.sweeps, lambda c: (c["scan"], c["setting"]), args.object.lower().replace(" ", "_"))
+    recorded = recorded_cases(args.sweeps, lambda c: (c["scan"], c["setting"]), (args.object.lower().replace(" ", "_"),))
     if args.source_mm:
         source = args.source_mm
     if args.photons:

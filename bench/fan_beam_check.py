@@ -206,8 +206,8 @@ def simulate(clean_hu, pixel_mm, views, window, photons, rng, bowtie=0.0, tcm=Fa
     integrates over its width (project); orbit: one of ORBITS (fan_geometry); spectrum "120kvp":
     a polychromatic beam and an energy-integrating detector (polychromatic_scan), else one energy."""
     g = fan_geometry(clean_hu.shape[-1], pixel_mm, views, pitch=pitch, orbit=orbit)
-    mu = np.clip(MU_WATER * (1 + clean_hu / 1000.0), 0, None)
-    p = project(mu, g, cell=cell)
+    # one energy's line integrals: the scan itself, or (tcm) what modulates a polychromatic beam's photons
+    p = project(np.clip(MU_WATER * (1 + clean_hu / 1000.0), 0, None), g, cell=cell) if spectrum == "mono" or tcm else None
     incident = 1.0  # photons per ray, without the object
     if photons is not None:
         umax = np.abs(g["u"]).max()
