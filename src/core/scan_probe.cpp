@@ -58,13 +58,17 @@ void refine_attenuation(ScanMap& map, const Sample& s, const NoiseModel& noise, 
   std::vector<std::size_t> slice_of_tile;
   for (std::size_t t : used) slice_of_tile.push_back(map.slice_of_block[s.block_of(s.tiles[t].x0, s.tiles[t].y0)]);
   // The residual variance of the tiles' log levels, image less probe, after the best offset (within
-  // each projected slice, as in scan_map), for each P (their probes made in one pass).
+  // each projected slice, as in scan_map), for each P (their probes made in one pass). The probes
+  // carry the model's correlation across slices, as the image's noise does: the tiles' levels are
+  // read in 3D, where that correlation lowers them by a share that hangs on each tile's texture,
+  // and probes white across slices refitted P 10 % low on a polychromatic scan of a real abdomen
+  // with noise correlated across slices (NLM 0.8 dB under-smoothed; docs/parameters.md).
   auto residuals = [&](const std::vector<double>& Ps) {
     std::vector<Volume> probes;
     std::vector<Channel> channels;
     for (std::size_t k = 0; k < Ps.size(); ++k) probes.emplace_back(s.image.dims());
     for (std::size_t k = 0; k < Ps.size(); ++k) channels.push_back({&pool, Ps[k], &probes[k]});
-    back_project(map, coarse, channels, pool_length, {1.0}, kFitViews, seed + 6, boxes);
+    back_project(map, coarse, channels, pool_length, z_taps(noise), kFitViews, seed + 6, boxes);
     std::vector<double> out;
     for (Volume& probe : probes) {
       for (i64 i = 0; i < probe.size(); ++i)

@@ -192,6 +192,15 @@ void back_project(const ScanMap& map, const Coarse& coarse, const std::vector<Ch
   const i64 nd = detector_bins(map);
   const double cd = (double(nd) - 1) / 2, cx = (double(map.nx) - 1) / 2, cy = (double(map.ny) - 1) / 2;
   const i64 reach = i64(taps.size() / 2);
+  // The channels' distinct pools: each one's rows are mixed over slices once per view, and the
+  // channels that draw on it (the attenuation's refit: one pool, several P) scale that mix.
+  std::vector<const std::vector<float>*> pools;
+  std::vector<std::size_t> pool_of(n_pools);
+  for (std::size_t q = 0; q < n_pools; ++q) {
+    const auto at = std::find(pools.begin(), pools.end(), channels[q].pool);
+    pool_of[q] = std::size_t(at - pools.begin());
+    if (at == pools.end()) pools.push_back(channels[q].pool);
+  }
   // Work items: a box's slice, in pieces of up to 32 rows.
   struct Item {
     std::size_t box;
@@ -208,7 +217,7 @@ void back_project(const ScanMap& map, const Coarse& coarse, const std::vector<Ch
     const std::vector<double>& p = map.integrals[box.slice];
     const std::size_t area = std::size_t(box.n.nx * (item.y1 - item.y0));
     std::vector<double> acc(n_pools * area, 0.0), integral, gains;
-    std::vector<std::vector<double>> rows(n_pools), steps(n_pools);
+    std::vector<std::vector<double>> rows(n_pools), steps(n_pools), mixed(pools.size());
     std::vector<const double*> row_of(n_pools), step_of(n_pools);
     std::vector<double*> acc_of(n_pools);
     for (int a = 0; a < turn; ++a) {
@@ -241,19 +250,21 @@ void back_project(const ScanMap& map, const Coarse& coarse, const std::vector<Ch
         const i64 map_view = i64(std::lround(double(a) * kMapViews / views)) % kMapViews;
         for (i64 t = t0; t <= t1; ++t) integral[std::size_t(t - t0)] = relative_integral(p, coarse, map_view, double(t) - cd);
       }
-      // Each channel's rows: the same rows and starts of its pool, mixed over slices, times the
-      // ray's factor in the channel.
+      // Each pool's rows, the same rows and starts for every pool, mixed over slices; each
+      // channel's, its pool's times the ray's factor in the channel.
+      for (std::size_t m = 0; m < pools.size(); ++m) {
+        mixed[m].assign(std::size_t(t1 - t0 + 1), 0.0);
+        for (i64 j = -reach; j <= reach; ++j) {
+          const std::uint64_t h = mix(seed ^ (std::uint64_t(iz + j) << 24) ^ std::uint64_t(a));
+          const float* source = pools[m]->data() + i64(h % std::uint64_t(kPoolRows)) * pool_length + i64((h >> 32) % kPoolSlack);
+          const double tap = taps[std::size_t(j + reach)];
+          for (i64 t = t0; t <= t1; ++t) mixed[m][std::size_t(t - t0)] += tap * source[t];
+        }
+      }
       for (std::size_t q = 0; q < n_pools; ++q) {
         const double P = channels[q].attenuation;
         std::vector<double>& row = rows[q];
-        row.assign(std::size_t(t1 - t0 + 1), 0.0);
-        for (i64 j = -reach; j <= reach; ++j) {
-          const std::uint64_t h = mix(seed ^ (std::uint64_t(iz + j) << 24) ^ std::uint64_t(a));
-          const float* source =
-              channels[q].pool->data() + i64(h % std::uint64_t(kPoolRows)) * pool_length + i64((h >> 32) % kPoolSlack);
-          const double tap = taps[std::size_t(j + reach)];
-          for (i64 t = t0; t <= t1; ++t) row[std::size_t(t - t0)] += tap * source[t];
-        }
+        row = mixed[pool_of[q]];
         for (i64 t = t0; t <= t1; ++t) {
           const double u = double(t) - cd, e = std::exp(0.5 * P * integral[std::size_t(t - t0)]);
           row[std::size_t(t - t0)] *= fan ? D / std::hypot(D, u) * e * gains[std::size_t(t - t0)] : e;
